@@ -160,13 +160,14 @@ def summarise(messages: Sequence[dict[str, Any]], result_chars: int = SUMMARY_RE
     return "\n".join(lines)
 
 
-def summary_message(units: Sequence[Messages], keep_lines: Optional[int] = None) -> dict[str, Any]:
+def summary_message(units: Sequence[Messages], keep_lines: Optional[int] = None,
+                    summariser: Callable[[Sequence[dict[str, Any]]], str] = summarise) -> dict[str, Any]:
     """The folded turns as one user message; keep_lines: only the summary's newest lines (the last resort)."""
     n = len(units)
     head = (f"[{n} earlier turn{'s' if n != 1 else ''} summarised by the harness to fit the context window. "
             f"The summary is made by code, not by a model; tool results are cut to their first "
             f"{SUMMARY_RESULT_CHARS} characters and the rest is not shown: do not guess it.]")
-    lines = summarise([m for u in units for m in u]).split("\n")
+    lines = summariser([m for u in units for m in u]).split("\n")
     if keep_lines is not None and keep_lines < len(lines):
         cut = len(lines) - keep_lines
         lines = [f"[the oldest {cut} lines of this summary were dropped to fit the context window]", *lines[cut:]]
@@ -209,6 +210,16 @@ def place(system: str, history: Messages, memory: str, placement: str, model: st
 
 
 @dataclass(frozen=True)
+class Layout:
+    """A benchmark's conversation as the context policy sees it. τ²'s (the default) is `place`, `split_units`
+    and `summarise`; AppWorld's code agent has its own (harness/benchmarks/appworld_agent.py)."""
+
+    place: Callable[[str, Messages, str], Messages]  # (system, history, memory text) -> the request
+    split: Callable[[Messages], tuple[Messages, list[Messages], int]] = split_units  # see split_units
+    summarise: Callable[[Sequence[dict[str, Any]]], str] = summarise  # folded messages -> summary lines
+
+
+@dataclass(frozen=True)
 class Assembled:
     messages: Messages
     delivery: Delivery  # the memory that reached the model
@@ -218,9 +229,9 @@ class Assembled:
 
 def assemble(system: str, history: Messages, delivery: Delivery, *, placement: str, model: str,
              policy: str = "fail", limit: Optional[int] = None, measure: Optional[Measure] = None,
-             strict_limit: bool = False) -> Assembled:
+             strict_limit: bool = False, layout: Optional[Layout] = None) -> Assembled:
     """The request for one step. `measure(messages)` counts the request as it will be sent (tools included);
-    `limit` is the prompt budget (see `context_limit`).
+    `limit` is the prompt budget (see `context_limit`); `layout`: the benchmark's, τ²'s when None.
 
     policy "fail": the request goes as it is (the provider reports an overflow), except that a known
     `strict_limit` (model.context_window set by the user) is enforced here with ContextOverflow.
@@ -228,7 +239,8 @@ def assemble(system: str, history: Messages, delivery: Delivery, *, placement: s
     """
     if policy not in CONTEXT_POLICIES:
         raise ValueError(f"context_policy {policy!r}; valid: {', '.join(CONTEXT_POLICIES)}")
-    full = place(system, history, delivery.text, placement, model)
+    layout = layout or Layout(lambda s, h, m: place(s, h, m, placement, model))
+    full = layout.place(system, history, delivery.text)
     if limit is None or measure is None:
         return Assembled(full, delivery)
     size = measure(full)
@@ -238,7 +250,7 @@ def assemble(system: str, history: Messages, delivery: Delivery, *, placement: s
         if strict_limit:
             raise ContextOverflow(f"request of ~{size} tokens over the limit {limit} (model.context_window)")
         return Assembled(full, delivery)
-    head, units, latest = split_units(history)
+    head, units, latest = layout.split(history)
     # oldest first; never the latest user message nor the newest unit (the tool round the agent must read)
     foldable = [i for i in range(len(units)) if i not in (latest, len(units) - 1)]
 
@@ -248,15 +260,18 @@ def assemble(system: str, history: Messages, delivery: Delivery, *, placement: s
         gone = set(foldable[:k])
         early = [units[i] for i in sorted(gone) if i < latest]
         late = [units[i] for i in sorted(gone) if i > latest]
-        kept: Messages = [summary_message(early, keep_lines)] if early else []
+        def folded(part: list[Messages]) -> dict[str, Any]:
+            return summary_message(part, keep_lines, layout.summarise)
+
+        kept: Messages = [folded(early)] if early else []
         if late and latest < 0:  # one turn so far: its summary follows the (first and latest) user message
-            kept.append(summary_message(late, keep_lines))
+            kept.append(folded(late))
         for i, unit in enumerate(units):
             if i not in gone:
                 kept += unit
             if i == latest and late:
-                kept.append(summary_message(late, keep_lines))
-        return place(system, [*head, *kept], memory.text, placement, model)
+                kept.append(folded(late))
+        return layout.place(system, [*head, *kept], memory.text)
 
     def fewest(memory: Delivery) -> Optional[int]:
         """Fewest units folded that fit; None if even all of them do not."""

@@ -1,4 +1,5 @@
-"""The AppWorld ReAct code agent on its own: per-step delivery, placement, truncation, step limit.
+"""The AppWorld ReAct code agent on its own: per-step delivery, placement, truncation, step limit, and request
+assembly (context_policy=priority_drop, answer_mode=rebuild; harness/assembly.py).
 
 The engine is replaced by a plain function and the model by FakeCodeModel (a scripted stand-in named
 so); the real engine runs in test_appworld_engine.py.
@@ -10,7 +11,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from harness.benchmarks.appworld_agent import TRUNCATED, ReActCodeAgent, extract_code, truncate
+from harness import assembly
+from harness.benchmarks.appworld_agent import TRUNCATED, ReActCodeAgent, answer_only, extract_code, truncate
 from harness.ledger import Ledger, MemoryTokenCounter
 from harness.model_client import Completion, Usage
 from strategies import Delivery, Guideline, StrategyBase, TaskView
@@ -48,11 +50,12 @@ class StepTaggedMemory(StrategyBase):
         return Delivery(guidelines=(g,), text=f"<memory>step {step.index}</memory>")
 
 
-def make_agent(replies, placement="first_user_message", max_steps=40, max_observation_chars=20000):
+def make_agent(replies, placement="first_user_message", max_steps=40, max_observation_chars=20000, **assembly_opts):
     model, strategy, ledger = FakeCodeModel(replies), StepTaggedMemory(), Ledger()
     view = TaskView(benchmark="appworld", task_id="abc1234_1", description="What is 2 + 3?")
+    opts = assembly.AssemblyOptions(placement=placement, **assembly_opts)
     agent = ReActCodeAgent(model, strategy, view, ledger, MemoryTokenCounter("gpt-4o"), placement=placement,
-                           max_steps=max_steps, max_observation_chars=max_observation_chars)
+                           max_steps=max_steps, max_observation_chars=max_observation_chars, assembly_options=opts)
     return agent, model, strategy, ledger
 
 
@@ -118,3 +121,120 @@ def test_max_steps_truncation_and_missing_code():
 def test_unknown_placement_is_rejected():
     with pytest.raises(ValueError, match="placement"):
         make_agent(["x"], placement="nowhere")
+
+
+# --- request assembly ------------------------------------------------------------------------------------
+LONG = "```python\nprint(rows)\n```"
+
+
+def tokens(prompt) -> int:
+    return assembly.request_tokens("gpt-4o", prompt)
+
+
+@pytest.mark.parametrize("policy", ["fail", "priority_drop"])
+def test_priority_drop_keeps_a_long_episode_under_the_limit_with_a_code_made_summary(policy):
+    limit = 4000  # the first request is ~1,000 tokens; each round adds ~600
+    agent, model, _, ledger = make_agent([LONG], max_steps=12, context_policy=policy, limit=limit)
+    outputs = iter(f"row {i}: " + "lorem ipsum dolor " * 150 for i in range(100))
+    result = agent.run(SUPERVISOR, "What is 2 + 3?", lambda code: (next(outputs), False))
+    assert len(result.steps) == 12
+    sizes = [tokens(p) for p in model.prompts]
+    if policy == "fail":  # the same episode, sent as it is: this is what priority_drop must prevent
+        assert max(sizes) > limit and not any(s.summarised_turns for s in ledger.agent_steps)
+        return
+    assert max(sizes) <= limit and sizes[0] < 1500
+    last = model.prompts[-1]
+    folded = ledger.agent_steps[-1].summarised_turns
+    assert folded >= 5 and f"[{folded} earlier turns summarised by the harness" in last[2]["content"]
+    summary = last[2]["content"]
+    assert summary.count("- You ran: print(rows)") == folded and summary.count("  - it printed: row ") == folded
+    assert "row 0: lorem" in summary and len(summary) < folded * 600  # results cut to their first characters
+    assert last[1]["content"].endswith("Task: What is 2 + 3?")  # the task is never dropped
+    assert last[-1] == {"role": "user", "content": "Output:\n" + result.steps[-2].observation}  # newest round whole
+    assert all("<memory>step" in p[1]["content"] for p in model.prompts)  # memory outlives the old rounds
+    assert sum(s.summarised_turns > 0 for s in ledger.agent_steps) >= 5
+
+
+class LongMemory(StrategyBase):
+    """A plain Delivery (no refit) of ~100 tokens: the context policy can only drop it whole."""
+
+    def __init__(self):
+        super().__init__(name="long_memory")
+
+    def deliver(self, task, step):
+        return Delivery(guidelines=(Guideline(id="g0", text="lesson"),), text="<memory>" + " lesson" * 100)
+
+
+def test_priority_drop_then_drops_memory_and_says_so():
+    agent, model, _, ledger = make_agent([LONG], max_steps=2, context_policy="priority_drop", limit=1)
+    with pytest.raises(assembly.ContextOverflow, match="not fit"):  # instructions and task alone do not fit
+        agent.run(SUPERVISOR, "q", lambda code: ("out", False))
+    assert model.prompts == []  # nothing sent
+    base = tokens(_first_request())
+    agent, model, _, ledger = make_agent([LONG], max_steps=1, context_policy="priority_drop", limit=base + 50)
+    agent.strategy = LongMemory()
+    agent.run(SUPERVISOR, "What is 2 + 3?", lambda code: ("out", False))
+    (prompt,) = model.prompts
+    assert "<memory>" not in prompt[1]["content"] and "memory block, 1 items, was omitted" in prompt[1]["content"]
+    assert list(ledger.agent_steps[0].context_dropped_ids) == ["g0"] and not ledger.agent_steps[0].delivered_ids
+    assert tokens(prompt) <= base + 50
+
+
+def _first_request():
+    """The first request without memory: what the instructions and the task alone weigh."""
+    from harness.benchmarks.appworld_agent import build_messages
+    from strategies import EMPTY
+
+    return build_messages(SUPERVISOR, "What is 2 + 3?", EMPTY, [])
+
+
+def test_answer_only_recognises_a_step_that_only_hands_in_an_answer():
+    assert answer_only("apis.supervisor.complete_task(answer=7)")
+    assert answer_only("apis.supervisor.complete_task('Paris')")
+    assert not answer_only("apis.supervisor.complete_task()")  # a task without a question: nothing to rebuild
+    assert not answer_only("apis.supervisor.complete_task(answer=None)")
+    assert not answer_only("x = 1\napis.supervisor.complete_task(answer=x)")  # the step does more than answer
+    assert not answer_only("apis.supervisor.complete_task(answer=")
+    assert not answer_only(None)
+
+
+REBUILT = "```python\napis.supervisor.complete_task(answer=5)\n```"
+
+
+def test_rebuild_regenerates_the_answer_from_a_clean_request_and_ledgers_it():
+    replies = ["```python\nprint(2 + 3)\n```", "```python\napis.supervisor.complete_task(answer=4)\n```", REBUILT]
+    agent, model, _, ledger = make_agent(replies, answer_mode="rebuild")
+    ran = []
+    result = agent.run(SUPERVISOR, "What is 2 + 3?", lambda code: (ran.append(code) or "5", "complete" in code))
+    assert ran == ["print(2 + 3)", "apis.supervisor.complete_task(answer=5)"]  # the rebuilt answer ran
+    assert result.completed and len(result.steps) == 2
+    clean = model.prompts[2]
+    assert [m["role"] for m in clean] == ["system", "user"]  # no chat of code and outputs
+    body = clean[1]["content"]
+    assert "print(2 + 3)" in body and "It printed:\n5" in body and "Task: What is 2 + 3?" in body
+    assert "<memory>step 1</memory>" in body and "worked example" not in body and "answer=4" not in body
+    assert [s.phase for s in ledger.agent_steps] == ["act", "act", "answer"]
+    assert list(ledger.agent_steps[2].delivered_ids) == ["g1"] and ledger.record_fields()["answer_calls"] == 1
+    assert result.steps[1].working_reply == replies[1] and result.steps[1].reply == REBUILT
+
+
+def test_rebuild_that_does_not_answer_leaves_the_working_step():
+    replies = ["```python\nprint(2 + 3)\n```", "```python\napis.supervisor.complete_task(answer=4)\n```",
+               "The answer is 5."]
+    agent, model, _, ledger = make_agent(replies, answer_mode="rebuild")
+    ran = []
+    result = agent.run(SUPERVISOR, "q", lambda code: (ran.append(code) or "5", "complete" in code))
+    assert ran[-1] == "apis.supervisor.complete_task(answer=4)"
+    assert result.steps[1].rebuild_discarded == "The answer is 5." and result.steps[1].working_reply is None
+    assert [s.phase for s in ledger.agent_steps] == ["act", "act", "answer"]  # the call still cost tokens
+
+
+def test_rebuild_only_after_code_ran_and_only_for_answers():
+    agent, model, _, ledger = make_agent(["```python\napis.supervisor.complete_task(answer=4)\n```"],
+                                         answer_mode="rebuild")
+    agent.run(SUPERVISOR, "q", lambda code: ("done", True))  # answered at once: nothing to rebuild from
+    assert len(model.prompts) == 1 and [s.phase for s in ledger.agent_steps] == ["act"]
+    agent, model, _, ledger = make_agent(["```python\nprint(1)\n```", "```python\napis.supervisor.complete_task()\n```"],
+                                         answer_mode="rebuild")
+    agent.run(SUPERVISOR, "q", lambda code: ("1", "complete" in code))
+    assert len(model.prompts) == 2 and "answer" not in [s.phase for s in ledger.agent_steps]

@@ -8,7 +8,9 @@ keyed by the builder's source and the AppWorld lock.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -23,6 +25,7 @@ from analysis.load import load_records
 from conftest import REPO, compose, read_records, run_cli
 from harness.benchmarks import appworld_pool
 from harness.benchmarks.appworld_bench import VENV_PYTHON, AppWorldBenchmark
+from harness.model_client import Completion, ModelClient, Usage
 from harness.runner import run_job
 
 BUILDER = REPO / "tests" / "appworld_synthetic_root.py"
@@ -184,3 +187,53 @@ def test_gold_solution_is_the_tasks_solution_code_where_the_split_ships_one(appw
         test.close()
     assert "def solution(apis, requester)" in gold and gold.rstrip().endswith("solution(apis, requester)")
     assert missing is None and my_workers() == []
+
+
+# --- request assembly on AppWorld (harness/assembly.py) -----------------------------------------------
+PRINTS = "I look.\n```python\nprint(' '.join(str(i) for i in range(400)))\n```"  # ~800 tokens of output per step
+
+
+@pytest.mark.parametrize("policy", ["fail", "priority_drop"])
+def test_context_policy_on_the_real_engine(appworld_root, runs_dir, policy):
+    """A window the rounds outgrow: `fail` ends the episode as context_overflow (a failure of the treatment,
+    counted); `priority_drop` folds the oldest rounds into the code-made summary and runs to max_steps."""
+    _, (record,) = run(runs_dir, "model=litellm", "model.name=gpt-4o", "model.context_window=4000",
+                       "benchmark.split=train", "benchmark.task_ids=[a1b2c3d_1]", "benchmark.max_steps=6",
+                       f"benchmark.context_policy={policy}", mock_response=PRINTS)
+    assert record["context_policy"] == policy
+    if policy == "fail":
+        assert (record["error"], record["success"]) == ("context_overflow", False) and record["summarised_turns"] == 0
+        return
+    assert (record["error"], record["steps"]) == ("max_steps", 6) and record["summarised_turns"] > 0
+    assert record["job"].endswith("@context_policy=priority_drop")
+
+
+def scripted_answers(self, messages, tools=None):
+    """SCRIPTED stand-in for ModelClient.complete: computes 2 + 3, then answers 4 (wrong); asked from the
+    clean request of answer_mode=rebuild, it answers what the code printed there."""
+    body = messages[1]["content"]
+    if "Write the final step now" in body:
+        printed = re.search(r"It printed:\n(\d+)", body)[1]
+        reply = f"```python\napis.supervisor.complete_task(answer={printed})\n```"
+    elif not any(m["role"] == "assistant" for m in messages):
+        reply = "```python\nprint(2 + 3)\n```"
+    else:
+        reply = "```python\napis.supervisor.complete_task(answer=4)\n```"
+    return Completion(content=reply, tool_calls=(), usage=Usage(prompt_tokens=500, completion_tokens=20,
+                                                                  cached_tokens=None, cost_usd=None, latency_s=0.0))
+
+
+@pytest.mark.parametrize("mode", ["plain", "rebuild"])
+def test_answer_mode_rebuild_on_the_real_engine(appworld_root, runs_dir, monkeypatch, mode):
+    monkeypatch.setattr(ModelClient, "complete", scripted_answers)
+    summary, (record,) = run(runs_dir, "model=litellm", "model.name=gpt-4o", "benchmark.split=train",
+                             "benchmark.task_ids=[a1b2c3d_1]", f"benchmark.answer_mode={mode}")
+    if mode == "plain":  # the working answer (4) is what AppWorld's evaluator judges
+        assert (record["success"], record["answer_calls"], record["steps"]) == (False, 0, 2)
+        return
+    assert (record["success"], record["error"], record["answer_calls"], record["steps"]) == (True, None, 1, 3)
+    assert [s["phase"] for s in record["step_usage"]] == ["act", "act", "answer"]
+    assert record["prompt_tokens"] == 1500  # the extra call's tokens count
+    doc = json.loads((Path(summary["run_dir"]) / record["trajectory"]).read_text())
+    assert len(doc["steps"]) == 2 and "answer=4" in doc["steps"][1]["working_reply"]
+    assert doc["steps"][1]["code"] == "apis.supervisor.complete_task(answer=5)"

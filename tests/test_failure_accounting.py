@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -283,6 +284,7 @@ class OverflowOnSecondStep:
 
 @dataclass
 class FakeModelSpec:
+    cfg: Any = None  # the job's model config (request assembly reads its window settings)
     scripted: bool = False
 
     def clients(self, task_script=None):
@@ -296,12 +298,13 @@ def test_appworld_episode_labels_overflow_and_strategy_failures(tmp_path, strate
     from harness.benchmarks.appworld_bench import AppWorldBenchmark, AppWorldTask
     from harness.ledger import MemoryTokenCounter
 
-    bench = AppWorldBenchmark(compose("benchmark=appworld").benchmark)
+    cfg = compose("benchmark=appworld")
+    bench = AppWorldBenchmark(cfg.benchmark)
     bench.__dict__["_scenario_sizes"] = Counter({"abc1234": 3})  # no data needed: the split's scenario sizes
     pool = FakePool()
     bench.workers = lambda: pool
     fields = bench.run_episode(AppWorldTask(id="abc1234_1", split="train"), trial=0, seed=1, strategy=strategy,
-                               model=FakeModelSpec(), counter=MemoryTokenCounter("gpt-4o"),
+                               model=FakeModelSpec(cfg.model), counter=MemoryTokenCounter("gpt-4o"),
                                trajectory_path=tmp_path / "t.json")
     assert (fields["error"], fields["success"], fields["termination"]) == (label, False, label)
     assert fields["scenario_tasks"] == 3 and "evaluate" not in pool.worker.ops

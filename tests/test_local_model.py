@@ -5,6 +5,7 @@ These start the real llama-cpp-python server with the bundled SmolLM2-135M GGUF 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -84,6 +85,7 @@ def test_server_serves_a_real_tau2_step_then_is_gone_even_when_the_task_raises(t
             pid = server.pid
             assert server.api_base.startswith("http://127.0.0.1:")
             ledger = one_agent_step(server)
+            again = one_agent_step(server).agent_steps[0]  # the same prompt: its prefix comes from the server's cache
             step = ledger.agent_steps[0]
             assert step.prompt_tokens > 1500  # retail policy + 15 rendered tool schemas reached the model
             assert 0 < step.completion_tokens <= SMALL_REPLIES["max_tokens"]
@@ -92,7 +94,17 @@ def test_server_serves_a_real_tau2_step_then_is_gone_even_when_the_task_raises(t
                 local_client(server).complete([{"role": "user", "content": "tell me more " * 3000}])
             raise RuntimeError("task blew up")
     assert wait_gone(pid, timeout=1.0), "server still running after the with-block raised"
-    assert "prompt eval time" in log.read_text()  # verbose timings reach the log bench/cache.py reads
+    # bench/cache.py's hit fractions come from this log: one entry per answered request, sizes as the usage says
+    first, second = cache_bench().parse_server_log(log.read_text(errors="replace"))  # the 400 is not counted
+    assert (first.prompt, first.reused) == (step.prompt_tokens, 0)
+    assert second.prompt == again.prompt_tokens == step.prompt_tokens and 0.9 * second.prompt < second.reused < second.prompt
+
+
+def cache_bench():
+    spec = importlib.util.spec_from_file_location("bench_cache", REPO / "bench" / "cache.py")
+    module = sys.modules["bench_cache"] = importlib.util.module_from_spec(spec)  # dataclasses look it up there
+    spec.loader.exec_module(module)
+    return module
 
 
 _CHILD = """

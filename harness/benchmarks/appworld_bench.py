@@ -26,6 +26,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Optional
 
+from harness.assembly import options_for
 from harness.benchmarks.appworld_agent import PLACEMENTS, ReActCodeAgent, StepRecord, build_messages
 from harness.benchmarks.appworld_pool import WORKER_SCRIPT, EngineError, WorkerError, WorkerPool
 from harness.ledger import Ledger, MemoryTokenCounter
@@ -138,10 +139,6 @@ class AppWorldBenchmark:
             raise ValueError(f"{self.name}: unknown split {self.cfg.split!r}; valid: {', '.join(SPLITS)}")
         if self.cfg.placement not in PLACEMENTS:
             raise ValueError(f"{self.name}: benchmark.placement={self.cfg.placement!r}; valid: {', '.join(PLACEMENTS)}")
-        for key, default in (("context_policy", "fail"), ("answer_mode", "plain")):  # τ² only, so far
-            if self.cfg.get(key, default) != default:
-                raise ValueError(f"{self.name}: benchmark.{key}={self.cfg[key]!r} is implemented for τ² only; "
-                                 f"use {default} (docs/request-assembly.md)")
         if self.cfg.max_steps < 1:
             raise ValueError(f"{self.name}: benchmark.max_steps must be >= 1, got {self.cfg.max_steps}")
         if not (VENV / ".setup-done").exists():
@@ -213,7 +210,8 @@ class AppWorldBenchmark:
                 client.kwargs["seed"] = seed
                 agent = ReActCodeAgent(client, strategy, view, ledger, counter, placement=self.cfg.placement,
                                        max_steps=self.cfg.max_steps,
-                                       max_observation_chars=self.cfg.max_observation_chars)
+                                       max_observation_chars=self.cfg.max_observation_chars,
+                                       assembly_options=options_for(self.cfg, model.cfg))
 
                 def execute(code: str) -> tuple[str, bool]:
                     reply = worker.request("execute", step_timeout + 60, code=code)
@@ -281,8 +279,8 @@ class AppWorldBenchmark:
     def _write(self, path: Path, task, opened, steps, ledger, evaluation, error, detail) -> None:
         doc = {"format": TRAJECTORY_FORMAT, "task_id": task.id, "split": task.split, "scenario_id": task.scenario_id,
                "instruction": opened.get("instruction"), "supervisor": opened.get("supervisor"),
-               "steps": [{**asdict(s), "delivered_ids": list(e.delivered_ids)}
-                         for s, e in zip(steps, ledger.agent_steps)],
+               "steps": [{**asdict(s), "delivered_ids": list(e.delivered_ids)}  # answer calls ride with their step
+                         for s, e in zip(steps, [e for e in ledger.agent_steps if e.phase == "act"])],
                "evaluation": evaluation, "error": error, "error_detail": detail}
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
