@@ -188,3 +188,10 @@ def test_tiny_local_run_records_token_sums_of_its_trajectory(tmp_path):
     assert record["cached_tokens"] is None
     notes = json.loads((run / "manifest.json").read_text()).get("notes", [])
     assert any("did not report cached prompt tokens" in n for n in notes)
+
+
+def test_cache_bench_attributes_requests_to_agent_and_user_and_sets_the_cold_call_apart():
+    bench = cache_bench()
+    records = [{"step_usage": [{"prompt_tokens": 100}]}, {"step_usage": [{"prompt_tokens": 120}]}]  # two tasks
+    requests = [bench.Request(0, 100), bench.Request(50, 60), bench.Request(110, 120)]  # agent, user, agent
+    assert bench.hit_fraction(records, requests) == {"agent": (110, 220), "warm": (110, 120), "user": (50, 60)}
