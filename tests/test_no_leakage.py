@@ -3,6 +3,7 @@ memory extractor; the extractor sees no reward or evaluator report unless --grou
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -23,7 +24,8 @@ TASK = "2"  # an airline test task
 
 
 class CountingEmbedder:
-    """Test double: a vector per text from its hash; keeps every text it was asked to embed."""
+    """Test double: a vector per text from its sha256 (the same in every process, unlike hash(), whose salt
+    made two guidelines near-duplicates in some runs); keeps every text it was asked to embed."""
 
     name = "counting"
 
@@ -32,7 +34,8 @@ class CountingEmbedder:
 
     def embed(self, texts):
         self.texts += list(texts)
-        rows = [np.random.default_rng(abs(hash(t)) % 2**32).normal(size=8) for t in texts]
+        rows = [np.random.default_rng(int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "big")).normal(size=8)
+                for t in texts]
         return np.array([r / np.linalg.norm(r) for r in rows], dtype=np.float32).reshape(len(texts), 8)
 
 
