@@ -144,7 +144,8 @@ def scenario_warnings(summary: pd.DataFrame) -> list[str]:
     if "scenarios_incomplete" not in summary:
         return lines
     for _, r in summary[summary["scenarios_incomplete"].fillna(0) > 0].iterrows():
-        lines.append(f"warning: {r['benchmark']}/{r['split']}/{r['model']}/{r['strategy']}: SGC over "
+        setting = f" [{r['assembly']}]" if isinstance(r.get("assembly"), str) and r["assembly"] else ""
+        lines.append(f"warning: {r['benchmark']}/{r['split']}/{r['model']}/{r['strategy']}{setting}: SGC over "
                      f"{int(r['scenarios'])} complete scenarios; {int(r['scenarios_incomplete'])} incomplete "
                      "(a task with an infra/excluded error or no record, e.g. a LIMIT that cut the scenario)")
     return lines

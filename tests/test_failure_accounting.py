@@ -162,6 +162,13 @@ def test_sgc_leaves_out_a_scenario_with_an_infra_task_and_says_so():
     assert "SGC over 2 complete scenarios; 1 incomplete" in scenario_warnings(summarize(df, n_boot=20))[0]
 
 
+def test_sgc_warnings_name_the_assembly_setting_when_it_varies():
+    one = [("aaaaaaa_1", True, None)]  # 1 of the scenario's 3 tasks: incomplete in both settings
+    df = pd.concat([appworld_records(one).assign(assembly=f"answer_mode={m}") for m in ("plain", "rebuild")])
+    lines = scenario_warnings(summarize(df, n_boot=20))
+    assert sorted(line.split(" [")[1].split("]")[0] for line in lines) == ["answer_mode=plain", "answer_mode=rebuild"]
+
+
 def test_sgc_uses_complete_scenarios_only_when_a_limit_cut_one():
     # LIMIT=4 on AppWorld: the second scenario has only its first task
     df = appworld_records([("aaaaaaa_1", True, None), ("aaaaaaa_2", True, None), ("aaaaaaa_3", True, None),
