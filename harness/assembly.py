@@ -123,7 +123,7 @@ def context_limit(model: str, *, context_window: Optional[int] = None, n_ctx: Op
 
 
 # --- the code-made summary -----------------------------------------------------------------------------
-def _clip(text: Any, limit: int) -> str:
+def clip(text: Any, limit: int) -> str:
     text = " ".join(str(text or "").split())
     return text if len(text) <= limit else f"{text[:limit]}... (cut)"
 
@@ -145,18 +145,18 @@ def summarise(messages: Sequence[dict[str, Any]], result_chars: int = SUMMARY_RE
         role = m.get("role")
         if role == "assistant" and m.get("tool_calls"):
             if (m.get("content") or "").strip():
-                lines.append(f"- You said: {_clip(m['content'], text_chars)}")
+                lines.append(f"- You said: {clip(m['content'], text_chars)}")
             for call in m["tool_calls"]:
                 name, args = _call_text(call)
                 names[call.get("id", "")] = name
-                lines.append(f"- You called {name}({_clip(args, text_chars)})")
+                lines.append(f"- You called {name}({clip(args, text_chars)})")
         elif role == "tool":
             name = names.get(m.get("tool_call_id", ""), "tool")
-            lines.append(f"  - {name} returned: {_clip(m.get('content'), result_chars)}")
+            lines.append(f"  - {name} returned: {clip(m.get('content'), result_chars)}")
         elif role == "user":
-            lines.append(f"- The user said: {_clip(m.get('content'), text_chars)}")
+            lines.append(f"- The user said: {clip(m.get('content'), text_chars)}")
         elif role == "assistant":
-            lines.append(f"- You said: {_clip(m.get('content'), text_chars)}")
+            lines.append(f"- You said: {clip(m.get('content'), text_chars)}")
     return "\n".join(lines)
 
 

@@ -238,3 +238,18 @@ def test_rebuild_only_after_code_ran_and_only_for_answers():
                                          answer_mode="rebuild")
     agent.run(SUPERVISOR, "q", lambda code: ("1", "complete" in code))
     assert len(model.prompts) == 2 and "answer" not in [s.phase for s in ledger.agent_steps]
+
+
+def test_rebuild_under_priority_drop_leaves_out_the_earliest_outputs_and_says_so():
+    limit = 2000  # the clean request with all four outputs is ~2,340 tokens
+    replies = [LONG] * 4 + ["```python\napis.supervisor.complete_task(answer=4)\n```", REBUILT]
+    agent, model, _, ledger = make_agent(replies, answer_mode="rebuild", context_policy="priority_drop", limit=limit)
+    outputs = iter([f"row {i}: " + "lorem ipsum dolor " * 150 for i in range(4)] + ["done"])
+    agent.run(SUPERVISOR, "What is 2 + 3?", lambda code: (next(outputs), "complete" in code))
+    clean = model.prompts[5]
+    assert [m["role"] for m in clean] == ["system", "user"] and tokens(clean) <= limit
+    body = clean[1]["content"]
+    omitted = int(body.split("[the outputs of the ")[1].split(" ")[0])
+    assert 1 <= omitted < 4 and "not shown: do not guess them" in body
+    assert f"row {omitted - 1}:" not in body and f"row {omitted}:" in body and "row 3:" in body  # oldest gone first
+    assert [s.phase for s in ledger.agent_steps][-1] == "answer"

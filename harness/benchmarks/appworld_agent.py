@@ -17,6 +17,7 @@ the task and what the code printed, with no conversation scaffolding.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
@@ -173,12 +174,12 @@ def summarise_rounds(messages: Sequence[dict[str, Any]]) -> str:
         text = str(m.get("content") or "")
         if m.get("role") == "assistant":
             code = extract_code(text)
-            lines.append(f"- You ran: {assembly._clip(code, assembly.SUMMARY_TEXT_CHARS)}" if code
-                         else f"- You said (no code): {assembly._clip(text, assembly.SUMMARY_TEXT_CHARS)}")
+            lines.append(f"- You ran: {assembly.clip(code, assembly.SUMMARY_TEXT_CHARS)}" if code
+                         else f"- You said (no code): {assembly.clip(text, assembly.SUMMARY_TEXT_CHARS)}")
         elif text.startswith("Output:\n"):
-            lines.append(f"  - it printed: {assembly._clip(text[len('Output:'):], assembly.SUMMARY_RESULT_CHARS)}")
+            lines.append(f"  - it printed: {assembly.clip(text[len('Output:'):], assembly.SUMMARY_RESULT_CHARS)}")
         else:
-            lines.append(f"- {assembly._clip(text, assembly.SUMMARY_TEXT_CHARS)}")
+            lines.append(f"- {assembly.clip(text, assembly.SUMMARY_TEXT_CHARS)}")
     return "\n".join(lines)
 
 
@@ -295,10 +296,10 @@ class ReActCodeAgent:
             return rebuild_request(supervisor, instruction, turns, memory, placement=self.placement,
                                    model=self.client.model, omitted=omitted)
 
-        omitted, steps_with_code = 0, sum(1 for t in turns if t.code)
+        omitted = 0
         if self.opts.context_policy == "priority_drop" and self.opts.limit:  # the oldest outputs go first
-            while omitted < steps_with_code - 1 and self._measure(request(omitted)) > self.opts.limit:
-                omitted += 1
+            droppable = range(sum(1 for t in turns if t.code) - 1)  # the newest output always stays
+            omitted = bisect.bisect_left(droppable, True, key=lambda k: self._measure(request(k)) <= self.opts.limit)
         completion = self._complete(request(omitted))
         self.ledger.add_agent_step(completion.usage, self.counter(memory), delivery.ids,
                                    dropped_ids=delivery.dropped, phase="answer")
