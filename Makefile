@@ -22,6 +22,11 @@ MEMNAME     ?= $(BENCH)__$(subst /,_,$(MODEL))
 RUNS        ?= runs/$(RUN)
 EXPERIMENT  ?=
 MODEL_MAP   ?=
+# analysis views: EXCLUDE=infra leaves those error labels out of the rates (non-default, labelled); POOL=1 counts
+# runs that hold the same episodes as extra trials (refused otherwise: docs/failure-accounting.md)
+EXCLUDE     ?=
+POOL        ?=
+VIEW_ARGS    = $(foreach l,$(EXCLUDE),--exclude $(l)) $(if $(POOL),--pool-runs)
 
 # MODEL is a configs/model/<name>.yaml or any LiteLLM model string
 MODEL_ARGS = $(if $(wildcard configs/model/$(MODEL).yaml),model=$(MODEL),model=litellm model.name=$(MODEL))
@@ -67,11 +72,16 @@ setup: .venv/.setup-done .venv/.local-model-done .venv-appworld/.setup-done
 	touch $@
 
 # Needs internet: AppWorld's encrypted data bundle, unpacked by AppWorld itself into .cache/appworld/root
+# AppWorld's own output (a long traceback when offline) goes to a log; a failure is one line naming it, exit 2.
+APPWORLD_CLI ?= $(CURDIR)/.venv-appworld/bin/appworld
 appworld-data: setup
-	mkdir -p .cache/appworld/root
-	cd .cache/appworld/root && APPWORLD_ROOT=$$PWD APPWORLD_CACHE=$(CURDIR)/.cache/appworld \
-		$(CURDIR)/.venv-appworld/bin/appworld download data
-	@test -d .cache/appworld/root/data/tasks || { echo "appworld-data: download failed (no internet?)"; exit 1; }
+	@mkdir -p .cache/appworld/root
+	@echo "appworld-data: downloading AppWorld's data (output: .cache/appworld/download.log)"
+	@cd .cache/appworld/root && APPWORLD_ROOT=$$PWD APPWORLD_CACHE=$(CURDIR)/.cache/appworld COLUMNS=200 \
+		$(APPWORLD_CLI) download data > ../download.log 2>&1; \
+	test -d data/tasks || { echo "appworld-data: download failed (no internet?):" \
+		"$$(tail -n 1 ../download.log | cut -c1-200)" \
+		"-- full output: .cache/appworld/download.log" >&2; exit 2; }
 
 # Needs internet: tau2-bench's data/tau2 at a tag (sparse git clone) -> .cache/tau2-data/<ref>, for
 # ARGS="benchmark.data_dir=.cache/tau2-data/v1.0.1" (docs/tau2-task-sets.md)
@@ -85,7 +95,7 @@ test: setup
 sweep: setup
 	$(PY) -m harness.run -m $(SWEEP_ARGS)
 	@echo
-	$(PY) -m analysis.table runs/$(RUN)
+	$(PY) -m analysis.table runs/$(RUN) $(if $(WIDE),--wide)
 	@echo "run directory: runs/$(RUN)"
 
 memory: setup
@@ -97,32 +107,33 @@ simulated-memory: setup
 	$(PY) -m harness.simulated_memory --benchmark $(BENCH)
 
 # Deciding (docs/deciding.md). power: minimum detectable Δ and tasks x trials needed for DELTA points, from
-# RUNS or, with PROFILE=strong|small, from the simulated world. recommend: the cheapest strategy not
-# significantly worse than the best, with Pass^K and build cost amortised over AMORTISE tasks.
+# RUNS or, with PROFILE=strong|small, from the simulated world. recommend: the cheapest strategy shown to be at
+# most DELTA points below every other (non-inferiority; else "No decision yet"), on Pass^K, with build cost
+# amortised over AMORTISE tasks.
 DELTA     ?= 5
 K         ?= 1
 PROFILE   ?=
 BY        ?= tokens
 AMORTISE  ?=
 power: setup
-	$(PY) -m analysis.power $(if $(PROFILE),--profile $(PROFILE),$(RUNS)) --delta $(DELTA) $(if $(TRIALS),--trials $(TRIALS))
+	$(PY) -m analysis.power $(if $(PROFILE),--profile $(PROFILE),$(RUNS) $(if $(POOL),--pool-runs)) --delta $(DELTA) $(if $(TRIALS),--trials $(TRIALS))
 recommend: setup
 	$(PY) -m analysis.recommend $(RUNS) --k $(K) --by $(BY) --delta $(DELTA) $(if $(filter command line,$(origin MODEL)),--model $(MODEL)) \
-		$(if $(AMORTISE),--amortise-over $(AMORTISE))
+		$(if $(AMORTISE),--amortise-over $(AMORTISE)) $(if $(POOL),--pool-runs)
 
 table: setup
-	$(PY) -m analysis.table $(RUNS)
+	$(PY) -m analysis.table $(RUNS) $(VIEW_ARGS) $(if $(WIDE),--wide)
 
 # Markdown + CSV tables and plots into <first run>/analysis/; EXPERIMENT=ibm_tau2 adds IBM's published rows,
 # MODEL_MAP='-=memdeliv-scripted/oracle' compares them with a model the experiment config does not name
 tables: setup
 	$(PY) -m analysis.tables $(RUNS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
-		$(foreach m,$(MODEL_MAP),--model-map='$(m)')
+		$(foreach m,$(MODEL_MAP),--model-map='$(m)') $(VIEW_ARGS)
 
 # one self-contained HTML page (tables + embedded plots): <first run>/analysis/report.html
 report: setup
 	$(PY) -m analysis.report $(RUNS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
-		$(foreach m,$(MODEL_MAP),--model-map='$(m)')
+		$(foreach m,$(MODEL_MAP),--model-map='$(m)') $(VIEW_ARGS)
 
 selfcheck: setup
 	$(PY) -m harness.selfcheck
@@ -157,8 +168,10 @@ lock: $(UV)
 	$(UV) pip compile --python-version 3.11 --generate-hashes requirements-build.in -o requirements-build.lock
 
 # Offline ACE adaptation (harness/ace_adapt.py, docs/ace.md): epochs of ace_online over the train split minus
-# the VAL held-out tasks (TRAIN=N: only the first N), the best playbook on VAL kept. Paper mode by default;
-# REFLECTOR / CURATOR default to MODEL; DEDUP=0.9 turns embedding de-duplication on (off, as the reference);
+# the VAL held-out tasks (TRAIN=N: only the first N), the best playbook on VAL kept. Paper mode by default, with
+# the reference's ground truth from the train split and up to 3 reflect-and-retry rounds; GT=0: label-free ACE.
+# REFLECTOR / CURATOR default to MODEL (REFLECTOR=SCRIPTED: keyless template roles, for trying the machinery);
+# de-duplication is off (as the reference) unless DEDUP=<cosine threshold>, e.g. DEDUP=0.9;
 # ACE_INIT is a starting playbook; ACE_OUT where the chosen one goes;
 # ACE_ARGS passes anything else, e.g. ACE_ARGS="--ground-truth --option json_mode=object". With MODEL=local the
 # roles ask for json_object: llama-cpp-python's server rejects response_format json_schema.
@@ -171,10 +184,11 @@ DEDUP     ?=
 ACE_INIT  ?=
 ACE_OUT   ?=
 ACE_ARGS  ?=
+GT        ?= 1
 ace: setup
 	$(PY) -m harness.ace_adapt $(MODEL_ARGS) benchmark=$(BENCH) $(if $(CONCURRENCY),concurrency=$(CONCURRENCY)) \
 		$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS)) \
 		--run $(RUN) --epochs $(EPOCHS) $(if $(TRAIN),--train $(TRAIN)) --val $(VAL) \
 		$(if $(REFLECTOR),--reflector-model $(REFLECTOR)) $(if $(CURATOR),--curator-model $(CURATOR)) \
 		$(if $(DEDUP),--dedup-threshold $(DEDUP)) $(if $(ACE_INIT),--init $(ACE_INIT)) $(if $(ACE_OUT),--out $(ACE_OUT)) \
-		$(if $(filter local,$(MODEL)),--option json_mode=object) $(ACE_ARGS)
+		$(if $(filter local,$(MODEL)),--option json_mode=object) $(if $(filter 0,$(GT)),--no-ground-truth) $(ACE_ARGS)

@@ -5,8 +5,8 @@ benchmark) this reports
 - the guidelines of the memory artifact that were never delivered in the whole run, and
 - per guideline, in how many task x trial records it was present (delivered at one step at least), and how
   many of those succeeded or failed, beside the success rate of the records where it was absent.
-Infra-error records are left out, as everywhere else. The artifact is the record's `memory` path unless
---memory names one.
+Infra-error records are left out (an episode the provider cut short says little about a guideline). The
+artifact is the record's `memory` path unless --memory names one.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", nargs="+", help="run directories or results.jsonl files")
     parser.add_argument("--memory", help="memory artifact to audit against (default: each record's memory path)")
     args = parser.parse_args(argv)
-    df = load_records(args.runs)
+    df = load_records(args.runs, overlap="keep")  # guidelines per run_dir and job: runs never pooled
     if df.empty:
         print("no records found", file=sys.stderr)
         return 1

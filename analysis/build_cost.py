@@ -64,7 +64,7 @@ def build_cost(strategy: str, memory: str | None, run_dir: str | None = None, jo
     """{build_tokens, build_cost_usd, build_source} for one job."""
     if strategy == BASELINE:
         return {"build_tokens": 0.0, "build_cost_usd": 0.0, "build_source": "none: no memory"}
-    if strategy == "ace_online" and run_dir and job:
+    if strategy.split(" [")[0] == "ace_online" and run_dir and job:  # `[IN-SAMPLE]` etc.: analysis/load.py
         history = Path(run_dir) / "memory" / _slug(job) / "history.jsonl"
         if history.is_file():
             tokens, cost = _history(history)

@@ -7,6 +7,14 @@ import math
 import pandas as pd
 
 
+TOO_FEW = "too few tasks to estimate"  # a minimum detectable Δ that would exceed 100 points
+
+
+def mdd(v) -> str:
+    """A minimum detectable Δ in points: '23.2', or TOO_FEW when it cannot be estimated (inf)."""
+    return "-" if missing(v) else TOO_FEW if math.isinf(v) else f"{v:.1f}"
+
+
 def missing(v) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA
 

@@ -8,10 +8,16 @@ A published value we computed ourselves (e.g. the midpoint of a range) has a non
 and its row reads "published (source), derived". Rows whose source is not one of the seeds' articles cite their
 public source (a GitHub issue / pull request) and carry its caveats in `note`.
 A measured cell under a Pass^k label is that Pass^k or "n/a (trials < k)", never another rate.
+Like is paired with like: a published row with a `delivery` (IBM's "support≥3" = core only; "core+retrieval")
+gets a measured value only from `core_retrieval` jobs whose run config says they delivered the same
+(analysis/deliveries.py: top_k 0 = core only); otherwise its cell says what ours delivered, or that no config.yaml
+said. A strategy shown with a provenance label (`full [unknown provenance]`) is paired under its own name, the label
+kept in the note.
 """
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -19,7 +25,8 @@ import yaml
 
 from analysis import fmt
 from analysis.compare import best_rows
-from analysis.metrics import BASELINE
+from analysis.deliveries import base_strategy, deliveries, kind
+from analysis.metrics import BASELINE, GROUP
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLISHED = ROOT / "analysis" / "published" / "ibm.csv"
@@ -28,7 +35,8 @@ RATE_METRICS = ("tgc", "sgc", "success")
 
 
 def load_published(path: str | Path = PUBLISHED) -> pd.DataFrame:
-    return pd.read_csv(path, dtype={"display": str, "setting": str, "model": str, "derived": str},
+    return pd.read_csv(path, dtype={"display": str, "setting": str, "model": str, "derived": str,
+                                   "strategy": str, "delivery": str},
                        keep_default_na=False,
                        na_values={"value": [""], "guidelines": [""]})
 
@@ -85,23 +93,42 @@ def _measured_cell(metric: str, s: pd.Series, base: pd.Series | None) -> str:
     raise ValueError(f"unknown published metric {metric!r}")
 
 
-def _measured_row(summary: pd.DataFrame, pub: pd.Series, model: str | None) -> pd.Series | None:
+def _measured_rows(summary: pd.DataFrame, pub: pd.Series, model: str | None) -> list[pd.Series]:
+    """Our rows for a published one: its strategy, also when shown with a provenance label (one row each)."""
     if model is None or summary.empty:
-        return None
+        return []
     cell = summary[(summary["benchmark"] == pub["benchmark"]) & (summary["split"] == pub["split"])
                    & (summary["model"] == model)]
     if pub["strategy"]:
-        hit = cell[cell["strategy"] == pub["strategy"]]
+        hit = cell[cell["strategy"].map(base_strategy) == pub["strategy"]]
     else:  # IBM's "best" without a named setting: our best non-`none` strategy
         hit = best_rows(cell)
-    return hit.iloc[0] if len(hit) else None
+    return [row for _, row in hit.iterrows()]
+
+
+def _delivery_mismatch(pub: pd.Series, m: pd.Series, delivered: dict[tuple, set]) -> tuple[str, str] | None:
+    """(cell, note) when the published row names a delivery our row did not (or cannot be shown to) match."""
+    want = str(pub.get("delivery") or "")
+    if not want:
+        return None
+    ours = delivered.get(tuple(m.get(c, "") for c in GROUP), {None})
+    if None not in ours and {kind(d) for d in ours} == {want}:
+        return None
+    if None in ours:
+        return "n/a: top_k unknown", f"its run has no config.yaml giving its top_k; IBM's row is {want}"
+    fix = "strategy=core_only (top_k 0)" if want.startswith("core only") else "strategy=core_retrieval (top_k > 0)"
+    return (f"n/a: ours {' / '.join(sorted({kind(d) for d in ours}))}",
+            f"delivered {', '.join(sorted(ours))}, not IBM's {want}; to compare, run {fix}")
 
 
 def view(name: str, summary: pd.DataFrame | None = None, published: pd.DataFrame | None = None,
-         experiments_dir: str | Path = EXPERIMENTS, models: dict[str, str] | None = None) -> pd.DataFrame:
+         experiments_dir: str | Path = EXPERIMENTS, models: dict[str, str] | None = None,
+         records: pd.DataFrame | None = None) -> pd.DataFrame:
     """Long table: per published number, the published row and (when we ran it) our measured row beneath it.
 
     `models` (IBM label -> our model name; "*" = any label) adds to / replaces the experiment's own mapping.
+    `records` (load_records) locate the runs' config.yaml: without them a row that needs a delivery
+    (core only / core + retrieval) shows none of our values, as nothing says what ours delivered.
     """
     block = experiment_analysis(name, experiments_dir)
     published = load_published() if published is None else published
@@ -110,6 +137,7 @@ def view(name: str, summary: pd.DataFrame | None = None, published: pd.DataFrame
         raise ValueError(f"no published rows for view {block['view']!r} in {PUBLISHED}")
     models = {**(block.get("models") or {}), **(models or {})}
     summary = pd.DataFrame() if summary is None else summary
+    delivered = deliveries(records)
     rows = []
     for _, p in pub.iterrows():
         key = {"benchmark": p["benchmark"], "split": p["split"], "model": p["model"], "setting": p["setting"],
@@ -118,17 +146,32 @@ def view(name: str, summary: pd.DataFrame | None = None, published: pd.DataFrame
         rows.append({"row": f"published ({short_source(p['source'])}){derived}", **key, "value": _published_cell(p),
                      "n": p["tasks"], "note": p["note"]})
         ours = models.get(p["model"]) or models.get("*")
-        m = _measured_row(summary, p, ours)
-        if m is None:
-            continue
-        base = summary[(summary["benchmark"] == m["benchmark"]) & (summary["split"] == m["split"])
-                       & (summary["model"] == m["model"]) & (summary["strategy"] == BASELINE)]
-        runs = m.get("runs") if isinstance(m.get("runs"), str) else "?"
-        rows.append({"row": f"measured ({runs}, n={m['tasks']}, trials={m['trials']})", **key,
-                     "value": _measured_cell(p["metric"], m, base.iloc[0] if len(base) else None),
-                     "n": m["tasks"], "note": f"strategy={m['strategy']} model={m['model']}"
-                                            + (" (few tasks)" if m.get("few_tasks") else "")})
+        for m in _measured_rows(summary, p, ours):
+            base = summary[(summary["benchmark"] == m["benchmark"]) & (summary["split"] == m["split"])
+                           & (summary["model"] == m["model"]) & (summary["strategy"] == BASELINE)]
+            runs = m.get("runs") if isinstance(m.get("runs"), str) else "?"
+            mismatch = _delivery_mismatch(p, m, delivered)
+            value = mismatch[0] if mismatch else _measured_cell(p["metric"], m, base.iloc[0] if len(base) else None)
+            strategy = f"{m['strategy']}, {p['delivery']}" if p.get("delivery") and not mismatch else m["strategy"]
+            rows.append({"row": f"measured ({runs}, n={m['tasks']}, trials={m['trials']})", **key, "value": value,
+                         "n": m["tasks"], "note": f"strategy={strategy} model={m['model']}"
+                         + (f" [{m['assembly']}]" if m.get("assembly") else "")
+                         + (" (few tasks)" if m.get("few_tasks") else "") + (f": {mismatch[1]}" if mismatch else "")})
     return pd.DataFrame(rows)
+
+
+def terminal(table: pd.DataFrame, width: int = 160) -> str:
+    """The view for a terminal: a column with one value throughout is said once above the table, and each
+    distinct note once, numbered under it and wrapped to `width` (the .md/.csv files keep every column)."""
+    if table.empty:
+        return "(no rows)"
+    same = [c for c in table.columns if c != "note" and table[c].astype(str).nunique() == 1]
+    notes = list(dict.fromkeys(n for n in table["note"] if isinstance(n, str) and n))
+    ref = {n: f"[{i}]" for i, n in enumerate(notes, start=1)}
+    shown = table.drop(columns=same).assign(note=table["note"].map(lambda n: ref.get(n, "")))
+    above = ["same in every row: " + "; ".join(f"{c} {table[c].iloc[0]}" for c in same)] if same else []
+    foot = [textwrap.fill(f"{ref[n]} {n}", width, subsequent_indent="    ") for n in notes]
+    return "\n".join([*above, shown.to_markdown(index=False, disable_numparse=True), *foot])
 
 
 def token_lines(table: pd.DataFrame) -> list[str]:

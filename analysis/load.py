@@ -12,10 +12,17 @@ Grains (inspect_ai's idea: the log is the API, analysis offers DataFrames at sev
   tokens, cost, latency) and the guideline ids delivered at that step (``delivered_ids``, ``n_delivered``).
 
 Malformed lines are reported with file:line and skipped, never silently.
+
+Several runs are never silently pooled as extra trials: when two run directories hold the same episode
+(benchmark, split, model, request assembly, strategy, task, trial), ``load_records`` raises ``RunsOverlap``
+(the CLIs exit 2 naming both runs) unless ``overlap="pool"`` (``--pool-runs``, ``make ... POOL=1``) renumbers
+the later runs' trials after the earlier ones' and says that trial seeds repeat. The same results.jsonl reached
+twice (a path given twice, or a run inside another given run) is always an error.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -33,16 +40,33 @@ STEP_COLUMNS = ["step", "prompt_tokens", "completion_tokens", "cached_tokens", "
 _APPWORLD_ID = re.compile(r"^([0-9a-f]{7})_\d+$")
 
 
+class RunsOverlap(ValueError):
+    """Two runs hold the same episodes, or one results file was given twice: pooling them would count extra trials."""
+
+
 def find_results(paths: Iterable[str | Path]) -> list[Path]:
     found: list[Path] = []
+    seen: dict[Path, Path] = {}  # resolved file -> the path it was reached from
     for p in map(Path, paths):
         if p.is_file() and p.name == RESULTS:
-            found.append(p)
+            files = [p]
         elif p.is_dir():
-            found += sorted(p.rglob(RESULTS))
+            files = sorted(p.rglob(RESULTS))
         else:
             raise FileNotFoundError(f"no run directory or {RESULTS} at {p}")
+        for f in files:
+            if f.resolve() in seen:
+                raise RunsOverlap(f"{f} is given twice (from {seen[f.resolve()]} and {p}): give each run once")
+            seen[f.resolve()] = p
+            found.append(f)
     return found
+
+
+def add_pool_option(parser: argparse.ArgumentParser) -> None:
+    """`--pool-runs`, shared by every analysis CLI that reads several runs."""
+    parser.add_argument("--pool-runs", action="store_true",
+                        help="count runs that hold the same episodes (cell, task, trial) as extra trials, trials "
+                             "renumbered (trial seeds repeat across runs). Default: such runs are refused (exit 2)")
 
 
 def scenario_of(task_id: str) -> str | None:
@@ -52,12 +76,16 @@ def scenario_of(task_id: str) -> str | None:
 
 
 def load_records(paths: Iterable[str | Path], warn: Callable[[str], None] | None = None,
-                 dedupe: bool = True) -> pd.DataFrame:
+                 dedupe: bool = True, overlap: str = "refuse") -> pd.DataFrame:
     """Every record of every results.jsonl under `paths` (run dirs, parent dirs or files).
 
     dedupe: one record per (run_dir, job, task_id, trial): the highest `attempt` (an infra episode run again
     on resume), and of equal attempts the last complete line. How many were dropped is warned and kept in
-    `df.attrs["dropped"]` ({"superseded": n, "duplicates": m})."""
+    `df.attrs["dropped"]` ({"superseded": n, "duplicates": m}).
+    overlap: runs holding the same episode are "refuse"d (RunsOverlap), or "pool"ed as extra trials (trials
+    renumbered; the original in `trial_in_run`), or "keep" as they are (for callers that group by run_dir)."""
+    if overlap not in ("refuse", "pool", "keep"):
+        raise ValueError(f"overlap must be refuse, pool or keep, not {overlap!r}")
     warn = warn or (lambda msg: print(f"warning: {msg}", file=sys.stderr))
     rows = []
     for path in find_results(paths):
@@ -83,6 +111,12 @@ def load_records(paths: Iterable[str | Path], warn: Callable[[str], None] | None
         if dropped["duplicates"] or dropped["superseded"]:
             warn(f"kept one record per episode: dropped {dropped['duplicates']} duplicate(s) and "
                  f"{dropped['superseded']} superseded attempt(s)")
+    if overlap != "keep":
+        clashes = run_overlaps(rows)
+        if clashes and overlap == "refuse":
+            raise RunsOverlap(overlap_message(clashes))
+        for line in pool_runs(rows, clashes):
+            warn(line)
     df = pd.DataFrame(rows)
     df.attrs["dropped"] = dropped
     if df.empty:
@@ -98,7 +132,45 @@ def load_records(paths: Iterable[str | Path], warn: Callable[[str], None] | None
     df["scenario_id"] = own.where(own.notna(), df["task_id"].map(scenario_of))
     df["success"] = df["success"].astype(bool)
     df["assembly"] = assembly_labels(df)
+    df["strategy"] = ground_truth_labels(df)
+    df["strategy"] = provenance_labels(df)
+    df["model"] = served_labels(df)
     return df
+
+
+# a record's `memory_provenance` (harness/provenance.py) that must show wherever the strategy is named
+SHOWN_PROVENANCE = ("IN-SAMPLE", "unknown provenance")
+
+
+def served_labels(df: pd.DataFrame) -> pd.Series:
+    """`smollm2-135m-instruct.q4_1 (local llama.cpp)`, not `openai/smollm2-...`: a model the harness served
+    itself (record `model_server`) reached through LiteLLM's OpenAI-compatible route, which is not OpenAI."""
+    if "model_server" not in df:
+        return df["model"]
+    local = df["model_server"].notna()
+    alias = df["model"].astype(str).str.split("/", n=1).str[-1]
+    return df["model"].where(~local, alias + " (" + df["model_server"].astype(str) + ")")
+
+
+def ground_truth_labels(df: pd.DataFrame) -> pd.Series:
+    """`ace (no GT)`: a playbook learned without labels; `ace_online (GT)`: an online learner given them (the
+    records' `memory_ground_truth`), so the two ACE variants never share a row."""
+    if "memory_ground_truth" not in df:
+        return df["strategy"]
+    flag = df["memory_ground_truth"]
+    no_gt = (df["strategy"] == "ace") & (flag == False)  # noqa: E712 (None = unknown: left as is)
+    gt = (df["strategy"] == "ace_online") & (flag == True)  # noqa: E712
+    return df["strategy"].where(~no_gt, "ace (no GT)").where(~gt, "ace_online (GT)")
+
+
+def provenance_labels(df: pd.DataFrame) -> pd.Series:
+    """`full [IN-SAMPLE]`: memory learned from the evaluated tasks (allow_in_sample=true); `full [unknown
+    provenance]`: a hand-written artifact. Part of the strategy's name, so every table, plot and comparison
+    keeps such rows apart and says why."""
+    if "memory_provenance" not in df:
+        return df["strategy"]
+    label = df["memory_provenance"].where(df["memory_provenance"].isin(SHOWN_PROVENANCE))
+    return df["strategy"].where(label.isna(), df["strategy"].astype(str) + " [" + label.astype(str) + "]")
 
 
 def latest_attempts(rows: list[dict]) -> tuple[list[dict], dict[str, int]]:
@@ -117,6 +189,77 @@ def latest_attempts(rows: list[dict]) -> tuple[list[dict], dict[str, int]]:
         if new >= old:
             kept[key] = i
     return [rows[i] for i in sorted(kept.values())], dropped
+
+
+EPISODE_CELL = ("benchmark", "split", "model", *ASSEMBLY_FIELDS, "strategy")  # + task_id, trial = one episode
+
+
+def _cell(row: dict) -> tuple:
+    return tuple(row.get(k) if row.get(k) is not None else ASSEMBLY_FIELDS.get(k) for k in EPISODE_CELL)
+
+
+def _label(cell: tuple) -> str:
+    """benchmark/split/model/strategy, plus the assembly settings that are not the defaults."""
+    named = dict(zip(EPISODE_CELL, cell))
+    extra = [f"{k}={named[k]}" for k, default in ASSEMBLY_FIELDS.items() if named[k] not in (default, None)
+             and k != "placement"]  # placement's default depends on the benchmark: shown only when it clashes
+    return "/".join(str(named[k]) for k in ("benchmark", "split", "model", "strategy")) + \
+        (f" [{', '.join(extra)}]" if extra else "")
+
+
+def run_overlaps(rows: list[dict]) -> dict[tuple[str, str], list[tuple]]:
+    """{(earlier run_dir, later run_dir): the episodes (cell + task, trial) both hold}."""
+    owner: dict[tuple, str] = {}
+    clashes: dict[tuple[str, str], list[tuple]] = {}
+    for row in rows:
+        key = (*_cell(row), str(row["task_id"]), row.get("trial", 0))
+        first = owner.setdefault(key, row["run_dir"])
+        if first != row["run_dir"]:
+            clashes.setdefault((first, row["run_dir"]), []).append(key)
+    return clashes
+
+
+def overlap_message(clashes: dict[tuple[str, str], list[tuple]]) -> str:
+    parts = []
+    for (a, b), keys in clashes.items():
+        *cell, task, trial = keys[0]
+        parts.append(f"{a} and {b} hold the same {len(keys)} episode(s) (e.g. {_label(tuple(cell))} "
+                     f"task {task} trial {trial})")
+    return ("; ".join(parts) + ": counting them together would add them as extra trials. Give one run per cell, or "
+            "pass --pool-runs (make ... POOL=1) to pool them as distinct trials (trial seeds repeat)")
+
+
+def pool_runs(rows: list[dict], clashes: dict[tuple[str, str], list[tuple]]) -> list[str]:
+    """Renumber, in place, the trials of every cell that two runs share: each later run's trials follow the
+    earlier runs' (`trial_in_run` keeps the original). Returns the lines that say so."""
+    shared = {key[:-2] for keys in clashes.values() for key in keys}
+    runs: dict[tuple, dict[str, int]] = {}  # cell -> run_dir -> its highest trial, in order of appearance
+    seeds: dict[tuple, dict[str, set]] = {}  # cell -> run_dir -> the trial seeds its records carry
+    for row in rows:
+        cell = _cell(row)
+        if cell in shared:
+            seen = runs.setdefault(cell, {})
+            seen[row["run_dir"]] = max(seen.get(row["run_dir"], -1), int(row.get("trial", 0)))
+            seeds.setdefault(cell, {}).setdefault(row["run_dir"], set()).add(row.get("seed"))
+    lines = []
+    for cell, tops in runs.items():
+        offsets, start = {}, 0
+        for run_dir, top in tops.items():
+            offsets[run_dir], start = start, start + top + 1
+        for row in rows:
+            if _cell(row) == cell:
+                row["trial_in_run"] = row.get("trial", 0)
+                row["trial"] = row["trial_in_run"] + offsets[row["run_dir"]]
+        spans = ", ".join(f"{run} as trials {o}-{o + tops[run]}" for run, o in offsets.items())
+        per_run = list(seeds[cell].values())
+        repeat = any(a & b - {None} for i, a in enumerate(per_run) for b in per_run[:i]) or \
+            all(s == {None} for s in per_run)  # records without a seed: the same benchmark.seed is likely
+        lines.append(f"--pool-runs: {_label(cell)}: {spans}; " + (
+            "trial seeds repeat across these runs, so the pooled trials are re-runs with the same seeds, not "
+            "fresh ones" if repeat else "the runs' trial seeds differ"))
+    return lines
+
+
 def assembly_labels(df: pd.DataFrame) -> pd.Series:
     """Per record, `key=value` of the assembly settings that vary across the loaded records ("" when none
     does), so tables and plots split by placement / context policy / answer mode exactly when a run swept them."""
@@ -130,13 +273,13 @@ def assembly_labels(df: pd.DataFrame) -> pd.Series:
 
 
 def jobs_frame(records: pd.DataFrame) -> pd.DataFrame:
-    """One row per run x job (all records; infra errors counted apart and left out of `success`; other errors,
-    e.g. context_overflow, are failures in it and counted in `other_errors`)."""
+    """One row per run x job (all records; every error is a failure in `success`, infra ones too as in tau2-bench's
+    leaderboard convention; infra errors are counted in `infra_errors`, the others in `other_errors`)."""
     if records.empty:
         return pd.DataFrame(columns=KEYS)
     infra = records["error"] == "infra"
-    failed = records["error"].notna() & ~infra  # errors that are failures in the denominator
-    frame = records.assign(infra=infra, failed=failed, ok_success=records["success"].where(~infra))
+    failed = records["error"].notna() & ~infra
+    frame = records.assign(infra=infra, failed=failed, ok_success=(records["success"].astype(bool) & ~infra))
     aggs = {"records": ("task_id", "size"), "tasks": ("task_id", "nunique"), "trials": ("trial", "nunique"),
             "infra_errors": ("infra", "sum"), "other_errors": ("failed", "sum"), "success": ("ok_success", "mean")}
     aggs |= {c: (c, _sum_or_nan) for c in ("prompt_tokens", "cached_tokens", "completion_tokens", "memory_tokens",

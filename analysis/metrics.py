@@ -1,20 +1,26 @@
 """Metrics per (benchmark, split, model, strategy), with bootstrap CIs over tasks.
 
-Records with error "infra" (provider/network/worker failures after retries) are excluded from every rate and
-counted; every other error (context_overflow, user_simulator, agent, max_steps, strategy, harness) is a failed
-episode in the denominator, counted per label (`err_<label>`). `exclude=` (analysis `--exclude LABEL`) drops
-more labels, for a labelled non-default view.
+By default every record counts (tau2-bench's leaderboard convention, v1.0.1 release notes: pass^k recomputed
+"counting infrastructure-error simulations as failed trials"): an episode still `infra` after retries
+(provider/network/worker failures) is a FAILED trial (success 0) in success, Pass^k, TGC and SGC, and is counted
+per cell (`infra_errors`); every other error (context_overflow, user_simulator, agent, ...) is a failed episode
+too, counted per label (`err_<label>`). `exclude=` (analysis `--exclude LABEL`, e.g. `--exclude infra`) drops
+labels from the denominator, for a labelled non-default view.
 
 * success: mean over tasks of the task's success rate over its trials (= record mean when trials are equal).
 * Pass^k (tau2 / τ-bench): per task C(c, k) / C(n, k), averaged over tasks, k = 1..min trials.
 * TGC / SGC (AppWorld): TGC = mean task success; SGC = mean over scenarios of the scenario's min task success
   (a scenario passes only when all its tasks pass), taken per trial and averaged over trials. SGC uses complete
   scenarios only: every task of the scenario (`scenario_tasks` in the record, else AppWorld's 3) has a record
-  that is not excluded, in every trial; a scenario with an infra or missing task (a LIMIT that cut it) is
-  counted in `scenarios_incomplete`, never passed. Computed where records carry a scenario id.
-* tokens/task etc.: mean over records (task x trial). `tokens/task` = agent prompt + completion tokens.
-  A mean where any record lacks the figure (cached tokens, cost) is unknown (nan), never understated.
-* Δ vs `none` (same benchmark, split, model): points (percentage points) and % (relative), for success and tokens.
+  that is not excluded, in every trial. By default an infra task is a failed task (the scenario fails in that
+  trial); a missing task (a LIMIT that cut it), or an infra task under `--exclude infra`, makes the scenario
+  incomplete: counted in `scenarios_incomplete`, never passed. Computed where records carry a scenario id.
+* tokens/task etc.: mean over counted records (task x trial) that are not infra (an infra episode's usage is cut
+  short or absent). `tokens/task` = agent prompt + completion tokens. A mean where any record lacks the figure
+  (cached tokens, cost) is unknown (nan), never understated.
+* Δ vs `none` (same benchmark, split, model): PAIRED on the (task, trial) pairs both cells have, never a
+  difference of means over different task sets; points (percentage points) and % (relative), for success and
+  tokens; `Δpairs` = how many pairs.
 """
 
 from __future__ import annotations
@@ -45,15 +51,25 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return math.comb(c, k) / math.comb(n, k)
 
 
-EXCLUDED = ("infra",)  # the default: only failures outside the agent and strategy leave the denominator
+INFRA = "infra"
+EXCLUDED: tuple[str, ...] = ()  # the default: nothing leaves the denominator; infra = failed trial (tau2 leaderboard)
 # every record error label (harness/errors.py), in the order tables show them
-ERROR_LABELS = ("context_overflow", "user_simulator", "agent", "max_steps", "strategy", "harness", "infra")
+ERROR_LABELS = ("context_overflow", "request_rejected", "user_simulator", "agent", "max_steps", "strategy", "harness",
+                "infra")
 SCENARIO_TASKS = 3  # every AppWorld scenario has 3 tasks (`<7hex>_1..3`); records may say otherwise
 
 
 def valid(df: pd.DataFrame, exclude: tuple[str, ...] = EXCLUDED) -> pd.DataFrame:
-    """The records that count in rates (every error label but the excluded ones), with the CELL columns."""
-    return with_assembly(df[~df["error"].isin(exclude)])
+    """The records that count in rates (every error label but the excluded ones), with the CELL columns.
+
+    An `infra` record that counts (the default) is a failed trial: its success is forced to False, its reward to
+    0 (tau2-bench's leaderboard convention), so every caller of valid() applies the convention."""
+    kept = with_assembly(df[~df["error"].isin(exclude)])
+    infra = kept["error"] == INFRA
+    if not infra.any():
+        return kept
+    kept = kept.assign(success=kept["success"].astype(bool) & ~infra)
+    return kept.assign(reward=kept["reward"].where(~infra, 0.0)) if "reward" in kept else kept
 
 
 def error_counts(df: pd.DataFrame) -> dict[str, int]:
@@ -70,11 +86,12 @@ def task_success(df: pd.DataFrame) -> pd.Series:
 
 def pass_hat_k_per_task(df: pd.DataFrame, k: int) -> pd.Series:
     per_task = df.groupby("task_id")["success"].agg(["size", "sum"])
-    return per_task.apply(lambda r: pass_hat_k(int(r["size"]), int(r["sum"]), k), axis=1).astype(float)
+    values = [pass_hat_k(int(n), int(c), k) for n, c in zip(per_task["size"], per_task["sum"])]
+    return pd.Series(values, index=per_task.index, dtype=float)
 
 
 def pass_hat_ks(df: pd.DataFrame) -> dict[int, float]:
-    """Average over tasks of per-task Pass^k, k = 1..min trials per task (infra errors already removed)."""
+    """Average over tasks of per-task Pass^k, k = 1..min trials per task (`df` = valid(records))."""
     if df.empty:
         return {}
     max_k = int(df.groupby("task_id").size().min())
@@ -83,7 +100,8 @@ def pass_hat_ks(df: pd.DataFrame) -> dict[int, float]:
 
 def scenario_completeness(df: pd.DataFrame, exclude: tuple[str, ...] = EXCLUDED) -> pd.Series:
     """Per scenario (all records, excluded ones included): True when, in every trial it appears in, each of
-    its tasks has a record that is not excluded. An infra or missing task makes the scenario incomplete."""
+    its tasks has a record that is not excluded. A missing task (or an infra one under --exclude infra) makes the
+    scenario incomplete; by default an infra task is a failed task of a complete scenario."""
     scored = df[df["scenario_id"].notna()]
     if scored.empty:
         return pd.Series(dtype=bool)
@@ -136,8 +154,8 @@ def _rate(row: dict, name: str, per_unit: pd.Series, n_boot: int) -> None:
 def summarize(df: pd.DataFrame, n_boot: int = stats.N_BOOT, exclude: tuple[str, ...] = EXCLUDED) -> pd.DataFrame:
     """One row per (benchmark, split, model, strategy), rates with 95% bootstrap CIs over tasks.
 
-    `err_<label>` counts every record with that error (excluded or not); `excluded` is the number of records
-    left out of the rates (`exclude` labels)."""
+    `err_<label>` counts every record with that error (excluded or not); `infra_errors` the infra records (failed
+    trials by default); `excluded` is the number of records left out of the rates (`exclude` labels)."""
     rows = []
     df = _with_tokens(df)
     df = with_assembly(df)
@@ -148,7 +166,7 @@ def summarize(df: pd.DataFrame, n_boot: int = stats.N_BOOT, exclude: tuple[str, 
             "tasks": ok["task_id"].nunique(),
             "trials": int(ok.groupby("task_id").size().min()) if len(ok) else 0,
             "records": len(ok),
-            "infra_errors": int((group["error"] == "infra").sum()),
+            "infra_errors": int((group["error"] == INFRA).sum()),
             "excluded": len(group) - len(ok),
             "runs": ",".join(sorted({str(r) for r in group["run"].dropna()})),
         })
@@ -163,48 +181,98 @@ def summarize(df: pd.DataFrame, n_boot: int = stats.N_BOOT, exclude: tuple[str, 
             row["scenarios"] = int(complete.sum())  # SGC is over these only
             row["scenarios_incomplete"] = int((~complete).sum())
             _rate(row, "sgc", scenario_success(group, exclude), n_boot)
-        for col in PER_TASK:
-            values = ok[col] if col in ok else pd.Series(dtype=float)
-            known = len(values) and values.notna().all()
-            row[f"{col}/task"] = float(values.astype(float).mean()) if known else float("nan")
+        row.update(per_task_means(ok))
         rows.append(row)
-    return add_deltas(pd.DataFrame(rows))
+    return add_deltas(pd.DataFrame(rows), df, exclude)
 
 
-def add_deltas(summary: pd.DataFrame) -> pd.DataFrame:
-    """Δ vs the `none` row of the same (benchmark, split, model): success in points and %, tokens in %."""
+def per_task_means(ok: pd.DataFrame) -> dict[str, float]:
+    """`<figure>/task` over the counted records that are not infra (an infra episode's usage is partial)."""
+    spent = ok[ok["error"] != INFRA] if "error" in ok else ok
+    out = {}
+    for col in PER_TASK:
+        values = spent[col] if col in spent else pd.Series(dtype=float)
+        known = len(values) and values.notna().all()
+        out[f"{col}/task"] = float(values.astype(float).mean()) if known else float("nan")
+    return out
+
+
+def on_common_pairs(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """`a` and `b` restricted to the (task, trial) pairs both have: a comparison never mixes task sets."""
+    def keys(df: pd.DataFrame) -> pd.Series:
+        trials = df["trial"] if "trial" in df else pd.Series(0, index=df.index)  # hand-built frames: one trial
+        return pd.Series(list(zip(df["task_id"].astype(str), trials)), index=df.index)
+
+    ka, kb = keys(a), keys(b)
+    both = set(ka) & set(kb)
+    return a[ka.isin(both)], b[kb.isin(both)]
+
+
+def _key(values) -> tuple:
+    return tuple("" if pd.isna(v) else str(v) for v in values)
+
+
+def add_deltas(summary: pd.DataFrame, records: pd.DataFrame, exclude: tuple[str, ...] = EXCLUDED) -> pd.DataFrame:
+    """Δ vs the `none` row of the same (benchmark, split, model): success in points and %, tokens in %, each
+    PAIRED on the (task, trial) pairs both rows have (`Δpairs`), from the records `summary` was made of."""
     out = summary.copy()
-    for col in ("Δsuccess_pts", "Δsuccess_%", "Δtokens_%"):
+    for col in ("Δsuccess_pts", "Δsuccess_%", "Δtokens_%", "Δpairs", "Δtasks"):
         out[col] = np.nan
     if out.empty:
         return out
-    for _, idx in out.groupby(CELL, sort=False, dropna=False).groups.items():
-        cell = out.loc[idx]
-        base = cell[cell["strategy"] == BASELINE]
-        if base.empty:
+    ok = valid(_with_tokens(records), exclude)
+    cells = {_key(k): g for k, g in ok.groupby(GROUP, sort=False, dropna=False)}
+    for i, row in out.iterrows():
+        base = cells.get(_key([*(row[c] for c in CELL), BASELINE]))
+        mine = cells.get(_key(row[c] for c in GROUP))
+        if base is None or mine is None or row["strategy"] == BASELINE:
             continue
-        b = base.iloc[0]
-        out.loc[idx, "Δsuccess_pts"] = 100 * (cell["success"] - b["success"])
-        out.loc[idx, "Δsuccess_%"] = 100 * (cell["success"] / b["success"] - 1) if b["success"] else np.nan
-        if "tokens/task" in cell and b["tokens/task"]:
-            out.loc[idx, "Δtokens_%"] = 100 * (cell["tokens/task"] / b["tokens/task"] - 1)
+        a, b = on_common_pairs(mine, base)
+        if a.empty:
+            continue
+        rate_a, rate_b = float(task_success(a).mean()), float(task_success(b).mean())
+        out.loc[i, ["Δsuccess_pts", "Δpairs", "Δtasks"]] = [100 * (rate_a - rate_b), len(a), a["task_id"].nunique()]
+        out.loc[i, "Δsuccess_%"] = 100 * (rate_a / rate_b - 1) if rate_b else np.nan
+        tok_a, tok_b = per_task_means(a)["tokens/task"], per_task_means(b)["tokens/task"]
+        out.loc[i, "Δtokens_%"] = 100 * (tok_a / tok_b - 1) if tok_b else np.nan
     return out
+
+
+def infra_imbalance(summary: pd.DataFrame) -> list[str]:
+    """One line per (benchmark, split, model) whose strategies' infra-error rates differ (any difference, even
+    0 vs 1 record): a treatment that causes infra errors must be visible, whichever view is shown."""
+    lines = []
+    if summary.empty or "infra_errors" not in summary:
+        return lines
+    for key, cell in summary.groupby(CELL, sort=False, dropna=False):
+        total = cell["records"] + cell["excluded"]
+        rates = (cell["infra_errors"] / total.where(total > 0)).round(12)
+        if len(cell) < 2 or rates.nunique(dropna=False) < 2:
+            continue
+        counts = ", ".join(f"{s} {int(n)}/{int(t)}" for s, n, t in zip(cell["strategy"], cell["infra_errors"], total))
+        where = "/".join(str(v) for v in key if not pd.isna(v) and v != "")
+        lines.append(f"{where}: infra errors differ between strategies ({counts}): a strategy may cause them; "
+                     "they count as failed trials by default, and --exclude infra would hide them")
+    return lines
 
 
 def paired_comparisons(df: pd.DataFrame, n_boot: int = stats.N_BOOT,
                        exclude: tuple[str, ...] = EXCLUDED) -> pd.DataFrame:
-    """Every pair of strategies within a (benchmark, split, model) cell, on the tasks both ran."""
+    """Every pair of strategies within a (benchmark, split, model) cell, on the (task, trial) pairs both have
+    (`pairs`; `n` = their tasks)."""
     rows = []
     ok = valid(df, exclude)
     ok = with_assembly(ok)
     for key, cell in ok.groupby(CELL, sort=False, dropna=False):
-        per = {s: task_success(g) for s, g in cell.groupby("strategy", sort=False)}
-        names = sorted(per, key=lambda s: (s != BASELINE, s))  # `none` first, so "vs none" rows read A - none
+        frames = dict(tuple(cell.groupby("strategy", sort=False)))
+        names = sorted(frames, key=lambda s: (s != BASELINE, s))  # `none` first, so "vs none" rows read A - none
         for i, a in enumerate(names):
             for b in names[:i]:
-                r = stats.paired(per[a], per[b], n_boot=n_boot)
-                rows.append({**dict(zip(CELL, key)), "a": a, "b": b, "n": r.n, "rate_a": r.rate_a,
-                             "rate_b": r.rate_b, "diff_pts": 100 * r.diff, "diff_lo": 100 * r.lo,
-                             "diff_hi": 100 * r.hi, "p": r.p, "test": r.test, "few_tasks": r.few_tasks})
-    return pd.DataFrame(rows, columns=[*CELL, "a", "b", "n", "rate_a", "rate_b", "diff_pts", "diff_lo", "diff_hi",
-                                       "p", "test", "few_tasks"])
+                on_a, on_b = on_common_pairs(frames[a], frames[b])
+                r = stats.paired(task_success(on_a), task_success(on_b), n_boot=n_boot)
+                rows.append({**dict(zip(CELL, key)), "a": a, "b": b, "n": r.n, "pairs": len(on_a),
+                             "rate_a": r.rate_a, "rate_b": r.rate_b, "diff_pts": 100 * r.diff,
+                             "diff_lo": 100 * r.lo, "diff_hi": 100 * r.hi, "p": r.p, "test": r.test,
+                             "few_tasks": r.few_tasks})
+    return pd.DataFrame(rows, columns=[*CELL, "a", "b", "n", "pairs", "rate_a", "rate_b", "diff_pts", "diff_lo",
+                                       "diff_hi", "p", "test", "few_tasks"])

@@ -9,7 +9,10 @@ For every strategy against `none` (same benchmark, split, model), paired over ta
 * minimum detectable Δ at 80% power, two-sided α = 0.05, for rerunning these tasks (normal approximation
   of the paired test): MDΔ = t_0.975 x sqrt((tau2 + s2_w / m + MDΔ^2) / n) + z_0.80 x sqrt(s2_w / (m n))
   (see `Variance`: the sign-flip test's spread holds the task spread and Δ^2, a rerun moves only by trial noise);
-* tasks needed for a Δ the user names (DELTA points) at 1, 2, 4, 8 trials: the smallest n whose MDΔ <= Δ.
+* tasks needed for a Δ the user names (DELTA points) at 1, 2, 4, 8 trials, for NEW tasks drawn like these: the
+  smallest n whose MDΔ <= Δ when the observed Δ moves by the whole spread of the per-task difference
+  sqrt((tau2 + s2_w / T) / n), between-task part included (planning with trial noise alone promised 80% and
+  delivered 66-76% on fresh tasks). MDΔ above 100 points is "too few tasks to estimate".
 A pair whose observed |Δ| is below its MDΔ is `underpowered`: its CI is too wide to call the difference.
 Per strategy it also reports the task-level variance of success and the between-trial agreement (share of
 tasks whose trials all agree).
@@ -63,51 +66,74 @@ class Variance:
         return self.tau2 + self.within / (trials or self.m)
 
     def _se(self, n: int, trials: int, delta: float = 0.0) -> tuple[float, float]:
-        """(test, rerun) standard errors. The analysis's sign-flip test scales by the uncentred second
-        moment of the per-task differences, so its null spread grows with Δ^2."""
+        """(test, rerun) standard errors. The analysis's sign-flip test scales by the uncentred second moment
+        of the per-task differences, so its null spread grows with Δ^2; rerunning these same tasks, the
+        observed Δ moves only by trial noise (new tasks: new_task_power)."""
         test = math.sqrt((self.var_d(trials) + delta ** 2) / n)
-        rerun = math.sqrt(self.within / (trials * n)) if self.split else math.sqrt(self.var_d(trials) / n)
-        return test, rerun
+        if not self.split:
+            return test, math.sqrt(self.var_d(trials) / n)
+        return test, math.sqrt(self.within / (trials * n))
 
     def _detectable(self, n: int, trials: int, alpha: float, power: float) -> float:
+        """Fixed point of Δ = critical x se_test(Δ) + z_power x se_Δ; inf when there is none below 100 points
+        (too few tasks: the test's spread grows with Δ as fast as Δ does)."""
+        c = critical(n, alpha)
+        if c * c >= n:
+            return math.inf
         delta = 0.0
-        for _ in range(50):  # fixed point: Δ = critical x se_test(Δ) + z_power x se_rerun
-            test, rerun = self._se(n, trials, delta)
-            new = critical(n, alpha) * test + NormalDist().inv_cdf(power) * rerun
+        for _ in range(200):
+            test, spread = self._se(n, trials, delta)
+            new = c * test + NormalDist().inv_cdf(power) * spread
             if abs(new - delta) < 1e-9:
                 break
             delta = new
-        return delta
+        return delta if delta <= 1.0 else math.inf
 
     def mdd(self, alpha: float = stats.ALPHA, power: float = POWER) -> float:
-        """Minimum detectable |Δ| (fraction) at these tasks x trials."""
+        """Minimum detectable |Δ| (fraction) rerunning these tasks x trials; inf: too few tasks to estimate."""
         return self._detectable(self.n, self.m, alpha, power) if self.n else float("nan")
+
+    def new_task_power(self, n: int, trials: int, delta: float, alpha: float = stats.ALPHA) -> float:
+        """Power of the analysis's paired test (sign-flip; McNemar at one trial) on n NEW tasks. Its statistic
+        is mean(d) / sqrt(mean(d^2) / n), about t-distributed under the null, so it rejects when
+        |mean(d)| > c sqrt(v / (n - c^2)) (v = the per-task difference's variance, c = `critical`; + 1/n at one
+        trial, the exact McNemar test's discreteness), while mean(d) ~ N(Δ, v / n) across new task samples."""
+        z, v = critical(n, alpha), self.var_d(trials)
+        if n <= z * z or v <= 0:
+            return float(n > z * z and abs(delta) > 0)
+        cut = z * math.sqrt(v / (n - z * z)) + (1 / n if trials == 1 else 0.0)
+        spread = math.sqrt(v / n)
+        return NormalDist().cdf((abs(delta) - cut) / spread) + NormalDist().cdf((-abs(delta) - cut) / spread)
 
     def tasks_needed(self, delta: float, trials: int | None = None, alpha: float = stats.ALPHA,
                      power: float = POWER) -> int:
-        """Tasks for `delta` (fraction) at `trials` trials per task."""
+        """NEW tasks (drawn like these) for `delta` (fraction) at `trials` trials per task: the between-task
+        spread of the difference counts, not only trial noise."""
         trials = trials or self.m
 
         def enough(n: int) -> bool:
-            return self._detectable(n, trials, alpha, power) <= abs(delta)
+            return self.new_task_power(n, trials, delta, alpha) >= power
 
-        hi = 2
-        while not enough(hi) and hi < 10_000_000:  # MDΔ falls as tasks grow: double, then bisect
+        hi = 4
+        while not enough(hi) and hi < 10_000_000:  # power rises with tasks: double, then bisect
             hi *= 2
-        lo = max(2, hi // 2)
+        lo = max(4, hi // 2)
         while lo < hi:
             mid = (lo + hi) // 2
             lo, hi = (lo, mid) if enough(mid) else (mid + 1, hi)
         return hi
 
-    def power(self, delta: float | None = None, alpha: float = stats.ALPHA) -> float:
-        """Predicted power of the paired test for `delta` (default: the observed / planted one)."""
+    def power(self, delta: float | None = None, alpha: float = stats.ALPHA, new_tasks: bool = False) -> float:
+        """Predicted power of the paired test for `delta` (default: the observed / planted one), rerunning
+        these tasks or (new_tasks) on as many new ones."""
         delta = abs(self.delta if delta is None else delta)
-        test, rerun = self._se(self.n, self.m, delta)
+        if new_tasks:
+            return self.new_task_power(self.n, self.m, delta, alpha)
+        test, spread = self._se(self.n, self.m, delta)
         cut = critical(self.n, alpha) * test
-        if rerun == 0:
+        if spread == 0:
             return 1.0 if delta > cut else 0.0
-        return NormalDist().cdf((delta - cut) / rerun) + NormalDist().cdf((-delta - cut) / rerun)
+        return NormalDist().cdf((delta - cut) / spread) + NormalDist().cdf((-delta - cut) / spread)
 
 
 def pair_variance(a: pd.DataFrame, b: pd.DataFrame) -> Variance:
@@ -159,7 +185,7 @@ def power_table(records: pd.DataFrame, delta_pts: float = 5.0, alpha: float = st
 
 
 def pair_row(v: Variance, delta_pts: float, alpha: float = stats.ALPHA) -> dict:
-    mdd = 100 * v.mdd(alpha)
+    mdd = 100 * v.mdd(alpha)  # inf: too few tasks to estimate
     row = {"Δ_pts": 100 * v.delta, "MDΔ_pts": mdd, "underpowered": bool(abs(100 * v.delta) < mdd),
            "sd_d": math.sqrt(v.var_d()), "tau2": v.tau2, "within": v.within}
     for t in TRIAL_GRID:
@@ -224,7 +250,8 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
             shown[col] = shown[col].map(lambda v: "-" if fmt.missing(v) else f"{v:.3f}")
     for col, spec in (("Δ_pts", "+.1f"), ("MDΔ_pts", ".1f")):
         if col in shown:
-            shown[col] = shown[col].map(lambda v, spec=spec: "-" if fmt.missing(v) else format(v, spec))
+            shown[col] = shown[col].map(lambda v, spec=spec: fmt.mdd(v) if col == "MDΔ_pts" else
+                                        "-" if fmt.missing(v) else format(v, spec))
     if "underpowered" in shown:
         shown["underpowered"] = shown["underpowered"].map(lambda v: "-" if fmt.missing(v) else
                                                           ("underpowered" if bool(v) else ""))
@@ -242,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=40, help="with --profile: tasks")
     parser.add_argument("--trials", type=int, default=4, help="with --profile: trials per task")
     parser.add_argument("--delta", type=float, default=5.0, help="the Δ (points) to plan for")
+    parser.add_argument("--pool-runs", action="store_true", help="count runs holding the same episodes as extra "
+                        "trials (analysis.load; refused without it, as in `tables`)")
     args = parser.parse_args(argv)
     if args.delta <= 0:
         print("memdeliv power: --delta must be > 0 (points)", file=sys.stderr)
@@ -259,8 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         from analysis.load import load_records
 
         try:
-            records = load_records(args.runs)
-        except FileNotFoundError as exc:
+            records = load_records(args.runs, overlap="pool" if args.pool_runs else "refuse")
+        except (FileNotFoundError, ValueError) as exc:  # a missing run, or runs holding the same episodes
             print(f"memdeliv power: {exc}", file=sys.stderr)
             return 2
         if records.empty:

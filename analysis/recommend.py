@@ -1,11 +1,11 @@
-"""`python -m analysis.recommend RUN_DIR... [--k K] [--by tokens|cost]` (`make recommend`): what to deploy.
+"""`python -m analysis.recommend RUN_DIR... [--k K] [--by tokens|cost] [--delta D]` (`make recommend`): what to deploy.
 
-Per (benchmark, split, model): the strategy with the best Pass^K is the reference; every strategy whose
-per-task Pass^K is not significantly worse than it (analysis.stats.paired: paired over tasks, α = 0.05) is a
-candidate; the recommendation is the cheapest candidate, by tokens or by cost per task, the one-off cost of
-building its memory amortised in (analysis.build_cost). It says why in plain sentences, what 1,000 tasks cost,
-and, when the choice rests on a comparison too small to see a difference (observed |Δ| below the minimum
-detectable Δ, analysis.power), "not enough evidence: run about N more tasks".
+Per (benchmark, split, model): a strategy qualifies when it is *shown* to be at most DELTA points below every
+other strategy on the ranked metric (success or Pass^K), by one-sided task-paired tests Holm-corrected over
+the strategies (analysis.noninferiority). The recommendation is the cheapest qualifying strategy, by tokens or
+by cost per task with the one-off cost of building its memory amortised in (analysis.build_cost). When no
+strategy qualifies the answer is "No decision yet", never a strategy name, with how many tasks (x trials)
+would settle it. It says why in plain sentences (docs/deciding.md).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from analysis import fmt, power, stats
+from analysis import fmt, noninferiority, power, stats
 from analysis.build_cost import add_build_cost
-from analysis.metrics import CELL, pass_hat_k_per_task, summarize, task_success, valid
+from analysis.metrics import CELL, GROUP, pass_hat_k_per_task, task_success, valid, with_assembly
 
 
 @dataclass
@@ -29,16 +29,39 @@ class Recommendation:
     model: str
     assembly: str  # "" unless the runs varied placement / context policy / answer mode (analysis.metrics.CELL)
     k: int
-    best: str
-    choice: str
-    candidates: list[str]
+    best: str  # the best observed rate (not a recommendation)
+    choice: str | None  # None: no decision yet
+    candidates: list[str]  # strategies shown non-inferior at the margin, best observed first
     per_task: dict[str, float]  # strategy -> price per task (tokens or USD) including amortised build
-    more_tasks: int | None = None  # set when the evidence is not enough
+    margin_pts: float = 5.0
+    rates: dict[str, float] = field(default_factory=dict)
+    more_tasks: int | None = None  # with no decision: new tasks (at the trials run) that would settle it
     sentences: list[str] = field(default_factory=list)
+
+    @property
+    def decided(self) -> bool:
+        return self.choice is not None
 
 
 def per_task_metric(df: pd.DataFrame, k: int) -> pd.Series:
     return task_success(df) if k == 1 else pass_hat_k_per_task(df, k)
+
+
+def _per_task_prices(ok: pd.DataFrame) -> pd.DataFrame:
+    """Per (cell, strategy): records, tokens/task (agent prompt + completion) and cost_usd/task; a mean where
+    any record lacks the figure is unknown (nan), never understated (as analysis.metrics.summarize)."""
+    ok = with_assembly(ok)
+    rows = []
+    for key, group in ok.groupby(GROUP, sort=False, dropna=False):
+        row = {**dict(zip(GROUP, key)), "records": len(group)}
+        figures = {"tokens/task": group.get("prompt_tokens", pd.Series(dtype=float)) +
+                   group.get("completion_tokens", pd.Series(dtype=float)),
+                   "cost_usd/task": group.get("cost_usd", pd.Series(dtype=float))}
+        for name, values in figures.items():
+            known = len(values) == len(group) and values.notna().all()
+            row[name] = float(values.astype(float).mean()) if known else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def _price(row: pd.Series, by: str) -> tuple[float, str]:
@@ -65,68 +88,119 @@ def recommend(records: pd.DataFrame, k: int = 1, by: str = "tokens", delta_pts: 
     if by not in ("tokens", "cost"):
         raise ValueError(f"--by must be tokens or cost, not {by!r}")
     ok = valid(records)
-    summary = add_build_cost(summarize(ok, n_boot=500), ok, amortise_over)
+    summary = add_build_cost(_per_task_prices(ok), ok, amortise_over)
     out = []
     for key, cell in ok.groupby(CELL, sort=False, dropna=False):
         groups = dict(tuple(cell.groupby("strategy", sort=False)))
         trials = min(int(g.groupby("task_id").size().min()) for g in groups.values())
         if trials < k:
             raise ValueError(f"{'/'.join(map(str, key))}: Pass^{k} needs >= {k} trials per task, have {trials}")
-        metric = {s: per_task_metric(g, k) for s, g in groups.items()}
         rows = summary[(summary[CELL].apply(tuple, axis=1) == tuple(key))].set_index("strategy")
-        prices = {s: _price(rows.loc[s], by) for s in groups}
-        rate = {s: float(m.mean()) for s, m in metric.items()}
-        best = min(groups, key=lambda s: (-rate[s], _sortable(prices[s][0])))
-        label = "success" if k == 1 else f"Pass^{k}"
-        rec = Recommendation(*key, k=k, best=best, choice=best, candidates=[best],
-                             per_task={s: p for s, (p, _) in prices.items()})
-        n_tasks = cell["task_id"].nunique()
-        say = rec.sentences.append
-        setting = f" ({key[3]})" if key[3] else ""
-        say(f"{fmt.model_label(key[2])} on {key[0]}/{key[1]}{setting}: {n_tasks} tasks x {trials} trials, ranked on "
-            f"{label}, priced by {by} per task with memory building amortised.")
-        say(f"Best {label}: {best} at {fmt.pct(rate[best])}.")
-        for s in sorted(groups, key=lambda s: -rate[s]):
-            if s == best:
+        out.append(_decide(key, groups, rows, k, by, delta_pts, alpha, trials, cell["task_id"].nunique()))
+    return out
+
+
+def _decide(key: tuple, groups: dict[str, pd.DataFrame], rows: pd.DataFrame, k: int, by: str, delta_pts: float,
+            alpha: float, trials: int, n_tasks: int) -> Recommendation:
+    margin = delta_pts / 100
+    metric = {s: per_task_metric(g, k) for s, g in groups.items()}
+    arms = noninferiority.assess(metric, margin, alpha)
+    prices = {s: _price(rows.loc[s], by) for s in groups}
+    rank = sorted(arms, key=lambda s: (-arms[s].rate, _sortable(prices[s][0])))
+    best = rank[0]
+    label = "success" if k == 1 else f"Pass^{k}"
+    rec = Recommendation(*key, k=k, best=best, choice=None, candidates=[s for s in rank if arms[s].shown],
+                         per_task={s: p for s, (p, _) in prices.items()}, margin_pts=delta_pts,
+                         rates={s: arms[s].rate for s in rank})
+    say = rec.sentences.append
+    setting = f" ({key[3]})" if key[3] else ""
+    say(f"{fmt.model_label(key[2])} on {key[0]}/{key[1]}{setting}: {n_tasks} tasks x {trials} trials, ranked on "
+        f"{label}. Margin DELTA = {delta_pts:g} points: a strategy qualifies only when one-sided paired t-tests over "
+        f"tasks show it is at most {delta_pts:g} points below every other strategy (alpha = {alpha:g}, Holm-corrected "
+        f"over {len(arms)} strategies). Priced by {by} per task with memory building amortised.")
+    say(f"Observed {label}: " + ", ".join(f"{s} {fmt.pct(arms[s].rate)}" for s in rank) + ".")
+    for s in rank:
+        say(_verdict(arms[s], delta_pts))
+    for s in rec.candidates:
+        if prices[s][1]:
+            say(f"{s}: {prices[s][1]}.")
+    if not rec.candidates:
+        _no_decision(rec, arms, groups, k, trials, n_tasks, alpha)
+        return rec
+    priced = [s for s in rec.candidates if not fmt.missing(prices[s][0])]
+    if not priced:
+        rec.choice = rec.candidates[0]
+        say(f"No qualifying strategy has a {by} figure, so none can be ranked on price; the qualifying strategy "
+            f"with the best {label}, {rec.choice}, stands" + (" (try --by tokens)." if by == "cost" else "."))
+        return rec
+    rec.choice = min(priced, key=lambda s: (prices[s][0], -arms[s].rate))
+    row = rows.loc[rec.choice]
+    build = row.get("build_tokens") if by == "tokens" else row.get("build_cost_usd")
+    say(f"Recommended: {rec.choice}, the cheapest strategy shown to be non-inferior at margin {delta_pts:g} points "
+        f"(at most {delta_pts:g} points below every other): {_money(prices[rec.choice][0], by)} per task including "
+        f"its build ({_money(build, by)} one-off, amortised over {_amortised(row)} task runs), so "
+        f"{_money(1000 * prices[rec.choice][0], by)} per 1,000 tasks.")
+    if rec.choice != best:
+        say(f"{rec.choice} is {100 * (arms[rec.choice].rate - arms[best].rate):+.1f} points from the best observed, "
+            f"{best}; a difference that small is within the margin you set.")
+    return rec
+
+
+def _verdict(arm: noninferiority.Arm, delta_pts: float) -> str:
+    q = arm.weakest
+    if q is None:
+        return f"{arm.strategy}: the only strategy in this cell."
+    p = fmt.pvalue(arm.p_holm)
+    p = p.replace("<", "< ") if p.startswith("<") else "= " + p
+    lower = "-inf" if math.isinf(q.lower) else f"{100 * q.lower:+.1f}"
+    against = f"closest call vs {q.other}: {100 * q.diff:+.1f} pts, 95% lower bound {lower}"
+    if arm.shown:
+        return f"{arm.strategy}: non-inferior at margin {delta_pts:g} ({against} > -{delta_pts:g}; Holm p {p})."
+    return (f"{arm.strategy}: not shown to be within {delta_pts:g} points of every other ({against}, needs > "
+            f"-{delta_pts:g}; Holm p {p}).")
+
+
+def _no_decision(rec: Recommendation, arms: dict[str, noninferiority.Arm], groups: dict[str, pd.DataFrame],
+                 k: int, trials: int, n_tasks: int, alpha: float) -> None:
+    """"No decision yet", with the new tasks (x trials) that would settle it if the observed differences hold."""
+    margin = rec.margin_pts / 100
+    plans = []
+    for s, arm in arms.items():
+        for t in (trials, 2 * trials):
+            sd_at = _sd_at(s, arm, groups, t) if k == 1 else ({} if t == trials else None)
+            if sd_at is None:
                 continue
-            r = stats.paired(metric[s], metric[best], n_boot=1000)
-            worse = r.p < alpha and r.diff < 0
-            verdict = "significantly worse: out" if worse else "not significantly worse: a candidate"
-            pv = fmt.pvalue(r.p)
-            say(f"{s}: {fmt.pct(rate[s])}, {fmt.points(100 * r.diff, 100 * r.lo, 100 * r.hi)} vs {best} "
-                f"(p {pv.replace('<', '< ') if pv.startswith('<') else '= ' + pv}): {verdict}.")
-            if not worse:
-                rec.candidates.append(s)
-        priced = [s for s in rec.candidates if not fmt.missing(prices[s][0])]
-        if priced:
-            rec.choice = min(priced, key=lambda s: (prices[s][0], -rate[s]))
-        for s in rec.candidates:
-            if prices[s][1]:
-                say(f"{s}: {prices[s][1]}.")
-        if not priced:
-            say(f"No candidate has a {by} figure, so none can be ranked on price; the best, {best}, stands"
-                + (" (try --by tokens)." if by == "cost" else "."))
-            out.append(rec)
+            need = noninferiority.tasks_to_show(arm, margin, len(arms), sd_at, alpha)
+            if math.isfinite(need):
+                plans.append((need * t, need, t, s))
+    say = rec.sentences.append
+    say(f"No decision yet: no strategy is shown to be within {rec.margin_pts:g} points of every other at {n_tasks} "
+        f"tasks x {trials} trials, so none is recommended.")
+    if not plans:
+        say("Every strategy is observed more than the margin below another; rerun with more tasks to tell.")
+        return
+    for t in (trials, 2 * trials):
+        at = [plan for plan in plans if plan[2] == t]
+        if not at:
             continue
-        row = rows.loc[rec.choice]
-        per_1000 = 1000 * prices[rec.choice][0]
-        build = row.get("build_tokens") if by == "tokens" else row.get("build_cost_usd")
-        say(f"Recommended: {rec.choice}, the cheapest strategy not significantly worse than the best: "
-            f"{_money(prices[rec.choice][0], by)} per task including its build "
-            f"({_money(build, by)} one-off, amortised over {_amortised(row)} task runs), so {_money(per_1000, by)} "
-            f"per 1,000 tasks.")
-        if rec.choice != best:
-            v = power.pair_variance(groups[rec.choice], groups[best])
-            mdd = 100 * v.mdd(alpha)
-            if abs(100 * v.delta) < mdd:
-                need = v.tasks_needed(delta_pts / 100, trials)
-                rec.more_tasks = max(0, need - n_tasks)
-                say(f"not enough evidence: {rec.choice} vs {best} is {100 * v.delta:+.1f} points, below the "
-                    f"{mdd:.1f} points these tasks x trials can detect; to tell a {delta_pts:g}-point difference "
-                    f"apart run about {rec.more_tasks} more tasks at {trials} trials "
-                    f"(or about {max(0, v.tasks_needed(delta_pts / 100, 2 * trials) - n_tasks)} more at "
-                    f"{2 * trials} trials).")
-        out.append(rec)
+        _, need, _, s = min(at)
+        more = max(0, int(need) - n_tasks)
+        if t == trials:
+            rec.more_tasks = more
+        say(f"To settle it at {t} trials: about {int(need):,} tasks in all ({more:,} more than now) would show "
+            f"whether {s} is within the margin, if the observed differences hold (80% power; new tasks, so the "
+            f"between-task spread counts).")
+
+
+def _sd_at(s: str, arm: noninferiority.Arm, groups: dict[str, pd.DataFrame], t: int) -> dict[str, float] | None:
+    """sd of the per-task success difference at t trials per task, from the between-task and trial parts
+    (analysis.power); None when one trial cannot tell them apart and t differs from the trials run."""
+    out = {}
+    for q in arm.pairs:
+        v = power.pair_variance(groups[s], groups[q.other])
+        if not v.split and t != v.m:
+            return None
+        out[q.other] = math.sqrt(max(0.0, v.var_d(t)))
     return out
 
 
@@ -145,15 +219,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", nargs="+", help="run directories (or results.jsonl files)")
     parser.add_argument("--k", type=int, default=1, help="rank on Pass^k (1 = success rate)")
     parser.add_argument("--by", default="tokens", choices=("tokens", "cost"), help="price per task in")
-    parser.add_argument("--delta", type=float, default=5.0, help="the difference (points) worth detecting")
+    parser.add_argument("--delta", type=float, default=5.0, help="the margin (points): how far below the best a cheaper strategy may be")
     parser.add_argument("--model", help="only models whose name contains this (e.g. simulated)")
     parser.add_argument("--amortise-over", type=int, metavar="N",
                         help="deployment tasks sharing the one-off build cost (default: episodes evaluated)")
+    parser.add_argument("--pool-runs", action="store_true", help="count runs holding the same episodes as extra "
+                        "trials (analysis.load; refused without it, as in `tables`)")
     args = parser.parse_args(argv)
     from analysis.load import load_records
 
     try:
-        records = load_records(args.runs)
+        records = load_records(args.runs, overlap="pool" if args.pool_runs else "refuse")
         if args.model and not records.empty:
             records = records[records["model"].astype(str).str.contains(args.model, regex=False)]
         if records.empty:

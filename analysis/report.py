@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from analysis import ibm, plots
-from analysis.tables import Analysis, cli, models_display, pairs_display, strategies_display
+from analysis.tables import Analysis, cli, models_display, pairs_display, strategies_display, view_line
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}
 table{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:3px 6px}
@@ -24,6 +24,7 @@ th{background:#f3f3f3}img{max-width:100%;border:1px solid #eee;margin:.5em 0}.no
 def render(result: Analysis, runs: list[str], experiment: str | None = None, plot: bool = True) -> str:
     parts = [f"<h1>memdeliv report</h1><p class=note>runs: {html.escape(', '.join(runs))}; "
              f"built {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {len(result.records)} records</p>",
+             f"<p><b>{html.escape(view_line(result.exclude))}</b></p>",
              f"<p class=note>{html.escape(result.notes)}</p>"]
     parts += [f"<p class=note>Task set: {html.escape(line)}</p>" for line in result.labels]
     parts += [f"<p class=note><b>WARNING</b>: {html.escape(w)}</p>" for w in result.warnings]

@@ -1,48 +1,61 @@
-"""`python -m analysis.table RUN_DIR... [--exclude LABEL]`: the per-strategy table printed at the end of `make sweep`.
+"""`python -m analysis.table RUN_DIR... [--exclude LABEL] [--pool-runs]`: the per-strategy table printed at the end
+of `make sweep`.
 
-The same table `make tables` writes (with 95% CIs, Δ vs none), printed only; `make tables` adds the files and plots.
+The essential columns, sized for a terminal (`--wide`: every column, the table `make tables` writes with its
+files and plots).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 
 from analysis import task_sets
 from analysis.build_cost import add_build_cost
 from analysis.fmt import simulated_banner
-from analysis.load import load_records
-from analysis.metrics import summarize
+from analysis.load import add_pool_option, load_records
+from analysis.metrics import infra_imbalance, summarize
 from analysis.power import flag_underpowered
-from analysis.tables import exclusions, markdown, notes, scenario_warnings, strategies_display
+from analysis.tables import (COMPACT_NOTE, compact_display, exclusions, markdown, notes, plain, scenario_warnings,
+                             strategies_display, view_line)
+
+WIDTH = 160  # a terminal's width for the default view (`--wide` lifts it)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("runs", nargs="+", help="run directories or results.jsonl files")
     parser.add_argument("--exclude", action="append", default=[], metavar="LABEL",
-                        help="also leave this error label out of the rates (repeatable; labelled non-default)")
+                        help="leave this error label out of the rates (repeatable, e.g. infra; labelled non-default)")
     parser.add_argument("--amortise-over", type=int, metavar="N",
                         help="deployment tasks sharing the one-off memory-building cost (default: episodes evaluated)")
+    parser.add_argument("--wide", action="store_true",
+                        help="every column (prompt / cached / completion tokens, build cost, ...), as `make tables`")
+    add_pool_option(parser)
     args = parser.parse_args(argv)
     try:
         exclude = exclusions(args.exclude)
-    except ValueError as exc:
+        df = load_records(args.runs, overlap="pool" if args.pool_runs else "refuse")
+    except (FileNotFoundError, ValueError) as exc:  # an unknown label, a missing run, runs holding the same episodes
         print(f"memdeliv table: {exc}", file=sys.stderr)
         return 2
-    df = load_records(args.runs)
     if df.empty:
         print("no records found", file=sys.stderr)
         return 1
     if banner := simulated_banner(df["model"].dropna()):
         print(banner + "\n")
     summary = add_build_cost(flag_underpowered(summarize(df, exclude=exclude), df), df, args.amortise_over)
-    if len(exclude) > 1:
-        print(f"== rates exclude {', '.join(exclude)} (non-default) ==")
-    print("".join(f"- Task set: {line}\n" for line in task_sets.labels(df)) + markdown(strategies_display(summary)))
+    lines = [f"Task set: {line}" for line in task_sets.labels(df)] + [f"WARNING: {w}" for w in infra_imbalance(summary)]
+    if not args.wide and summary[["benchmark", "split"]].drop_duplicates().shape[0] == 1:
+        lines.insert(0, f"Benchmark: {summary['benchmark'].iloc[0]}/{summary['split'].iloc[0]}")
+    table = markdown(strategies_display(summary)) if args.wide else plain(compact_display(summary))
+    fit = (lambda text, indent="": text) if args.wide else \
+        (lambda text, indent="": textwrap.fill(text, WIDTH, subsequent_indent=indent, break_on_hyphens=False))
+    print(view_line(exclude) + "\n\n" + "".join(fit(f"- {line}", "  ") + "\n" for line in lines) + table)
     for line in scenario_warnings(summary):
         print(line, file=sys.stderr)
-    print("\n" + notes(exclude))
+    print("\n" + fit(notes(exclude) + ("" if args.wide else " " + COMPACT_NOTE)))
     return 0
 
 

@@ -34,8 +34,9 @@ from omegaconf import OmegaConf
 
 from harness import benchmarks
 from harness.config import ModelConfig
-from harness.model_client import ModelClient
+from harness.model_client import ModelClient, ProviderUnusable
 from harness.models import ModelConfigError, open_model
+from harness.provenance import learned_from
 from harness.scripted import reflector
 from harness.store import RunStore, latest_per_episode, now_iso
 from strategies import Trajectory, save_memory
@@ -74,7 +75,8 @@ def collect(name: str, overrides: list[str], runs_dir: str) -> None:
 
 
 def load_trajectories(run_dir: Path) -> tuple[list[tuple[str, Trajectory]], dict[str, Any], list[str]]:
-    """(source key, trajectory) per usable record, the job config, and notes on what was left out."""
+    """(source key, trajectory) per usable record, the job config (plus `learned_from`: every collected
+    task, for the artifact's provenance), and notes on what was left out."""
     store = RunStore(run_dir)
     records = list(latest_per_episode(store.records())[0].values())  # an infra episode rerun: its last attempt
     if not records:
@@ -89,6 +91,9 @@ def load_trajectories(run_dir: Path) -> tuple[list[tuple[str, Trajectory]], dict
     config = next(iter(jobs.values()))["config"]
     bench = benchmarks.create(OmegaConf.create(config["benchmark"]))
     trials = Counter(r["task_id"] for r in records)
+    config = {**config, "learned_from": learned_from(config["benchmark"]["name"], TRAIN, trials,
+                                                     config["model"]["name"], False,
+                                                     getattr(bench, "task_set", None))}
     out, notes = [], []
     for r in sorted(records, key=lambda r: (_order(r["task_id"]), r["trial"])):
         if r.get("error") == "infra" or not r.get("trajectory"):  # other failures are lessons: kept
@@ -162,6 +167,7 @@ def build(run_dir: Path, out: Path, extractor: str | None = None, embedder: str 
         "extractor": name, "ground_truth": ground_truth, "embedder": embedder, "consolidation": consolidation,
         "merge_threshold": threshold, "merge_threshold_on": "source task texts" if consolidation == "altk"
         else "guideline texts", "source_run": str(run_dir),
+        "learned_from": {**config["learned_from"], "ground_truth": ground_truth, "extractor": name},
         "created": now_iso(),
     }
     save_memory(out, sorted(result.guidelines, key=lambda g: (-g.support, g.id)), meta)
@@ -214,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             collect(args.name, overrides, args.runs_dir)
         summary = build(run_dir, Path(args.out) if args.out else run_dir / "memory.jsonl", args.extractor,
                         args.embedder, args.threshold, args.ground_truth, args.consolidation)
-    except BuildError as exc:
+    except (BuildError, ProviderUnusable) as exc:  # ProviderUnusable: a bad key or an unknown model
         print(f"memdeliv: build_memory: {exc}", file=sys.stderr)
         return 2
     print(f"memdeliv: {summary['trajectories']} trajectories -> {summary['extracted']} guidelines extracted "

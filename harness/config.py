@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, OmegaConf
+from omegaconf import MISSING, DictConfig, OmegaConf
 
 PLACEMENTS = ("after_policy", "first_user_message", "end_of_conversation")  # τ²; see harness/assembly.py
 TOOL_MODES = ("native", "prompted", "auto")
@@ -32,10 +32,18 @@ class ModelConfig:
     prompt_caching: bool = True  # mark the stable prefix with cache_control where the provider needs it (Anthropic)
 
 
+def open_options() -> DictConfig:
+    """`strategy.options` as an open dict (struct off): `strategy.options.k=3` sets any option without Hydra's
+    `+`, for every strategy, plugins included; the strategy's declared options catch typos before anything
+    is written (strategies.registry.validate_options)."""
+    return DictConfig({}, flags={"struct": False}, ref_type=Dict[str, Any], key_type=str, element_type=Any,
+                      is_optional=False)
+
+
 @dataclass
 class StrategyConfig:
     name: str = MISSING
-    options: Dict[str, Any] = field(default_factory=dict)
+    options: Dict[str, Any] = field(default_factory=open_options)
 
 
 @dataclass
@@ -85,6 +93,7 @@ class RunConfig:
     concurrency: int = 4
     progress: bool = True
     retry_infra: bool = True  # on resume, episodes recorded as `infra` run again (attempt 2, 3, ...)
+    allow_in_sample: bool = False  # evaluate on tasks the memory learned from (rows labelled IN-SAMPLE)
     analysis: Dict[str, Any] = field(default_factory=dict)  # experiment configs name their analysis view here
 
 

@@ -2,9 +2,10 @@
 
 Only "infra" (failures outside the agent and the strategy that persisted after retries: provider down, rate
 limit, timeout, a dead engine worker) leaves the denominator of success rates. Every other label is an
-ordinary failed episode, so a treatment that breaks the agent (an overflowing prompt, a crashing strategy)
-is charged for it. Upstream tau2 does the same: it drops only simulations that raised an infrastructure error
-after its retries, and counts USER_ERROR terminations as failures.
+ordinary failed episode, so a treatment that breaks the agent (an overflowing prompt, a request the provider
+refuses, a crashing strategy) is charged for it. Upstream tau2 does the same: it drops only simulations that
+raised an infrastructure error after its retries, and counts USER_ERROR terminations as failures. Which
+provider error ends as which label: harness/provider_errors.py.
 """
 
 from __future__ import annotations
@@ -12,16 +13,17 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
-from harness.model_client import ContextOverflow, InfraError
+from harness.model_client import ContextOverflow, InfraError, RequestRejected
 
 INFRA = "infra"
 CONTEXT_OVERFLOW = "context_overflow"
+REQUEST_REJECTED = "request_rejected"  # a content filter or another refused request
 USER_SIMULATOR = "user_simulator"
 AGENT = "agent"
 MAX_STEPS = "max_steps"
 STRATEGY = "strategy"
 HARNESS = "harness"
-LABELS = (INFRA, CONTEXT_OVERFLOW, USER_SIMULATOR, AGENT, MAX_STEPS, STRATEGY, HARNESS)
+LABELS = (INFRA, CONTEXT_OVERFLOW, REQUEST_REJECTED, USER_SIMULATOR, AGENT, MAX_STEPS, STRATEGY, HARNESS)
 LOUD = (STRATEGY, HARNESS)  # bugs, not outcomes: printed at the end of a job and kept in the manifest
 
 
@@ -53,9 +55,13 @@ def classify(exc: BaseException) -> tuple[str, str]:
     """(error label, error_detail) for an exception that ended an episode."""
     if isinstance(exc, ContextOverflow):
         return CONTEXT_OVERFLOW, str(exc)
+    if isinstance(exc, RequestRejected):
+        return REQUEST_REJECTED, str(exc)
     if isinstance(exc, StrategyError):
         if isinstance(exc.cause, InfraError):  # the strategy's own LLM provider failed after retries
             return INFRA, str(exc)
+        if isinstance(exc.cause, RequestRejected):  # the provider refused the strategy's own request
+            return REQUEST_REJECTED, str(exc)
         return STRATEGY, f"{exc}\n{_trace(exc.cause)}"
     if isinstance(exc, UserSimulatorError):
         return USER_SIMULATOR, str(exc)

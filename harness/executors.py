@@ -27,6 +27,7 @@ from typing import Any, Iterator
 from harness.store import now_iso, redact_text
 
 EXECUTORS = ("threads", "ray")
+STOP = "_provider_unusable"  # what a Ray worker returns instead of a record when the job must stop
 _HOST_PORT = re.compile(r"^[\w.\-]+:\d{1,5}$")
 
 
@@ -124,6 +125,11 @@ def ray_up(ex: Any) -> Any:
         from ray._private import ray_constants
 
         was = ray_constants.ENABLE_RAY_CLUSTER
+        # Ray 2.60 turns token authentication on for a new local cluster (kept: the safer default) and logs a
+        # WARNING that it did, at every start; that notice alone is muted here (docs/scaling.md)
+        auth_log = logging.getLogger("ray._private.authentication.authentication_token_setup")
+        auth_level = auth_log.level
+        auth_log.setLevel(logging.ERROR)
         os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # read by the processes ray.init starts
         ray_constants.ENABLE_RAY_CLUSTER = False  # and by this one, which imported ray before the variable was set
         try:
@@ -135,6 +141,7 @@ def ray_up(ex: Any) -> Any:
         finally:
             os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
             ray_constants.ENABLE_RAY_CLUSTER = was
+            auth_log.setLevel(auth_level)
         _started["options"] = want
     else:
         ray.init(address=ex.address, logging_level=quiet)
@@ -190,6 +197,10 @@ class RayExecutor:
         except ray.exceptions.RayError as exc:  # the worker process (or its node) died, also on the retry
             detail = f"ray worker died (after {int(self.ex.max_retries)} rerun(s)): {type(exc).__name__}: {exc}"
             return episodes.failed(task, trial, "infra", detail[:1000], submitted)
+        if STOP in record:
+            from harness.model_client import ProviderUnusable
+
+            raise ProviderUnusable(record[STOP])
         if payload is not None and record.get("trajectory"):
             write_trajectory(episodes.root / record["trajectory"], payload)
         return record
@@ -225,7 +236,12 @@ def _episode_in_worker(job: RayJob, task_blob: bytes, trial: int) -> tuple[dict[
     token, episodes = _context.get("job", (None, None))
     if token != job.token:
         episodes = _build_in_worker(job)
-    record = episodes(task, trial)
+    from harness.model_client import ProviderUnusable
+
+    try:
+        record = episodes(task, trial)
+    except ProviderUnusable as exc:  # bad key / unknown model: handed to the driver as data; it stops the job
+        return {STOP: str(exc)}, None
     record.pop("_trajectory", None)  # only online learners need it, and they never run on Ray
     payload = None
     if record.get("trajectory"):

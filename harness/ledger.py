@@ -30,6 +30,15 @@ class StepEntry:
     phase: str = "act"  # act: a working step; answer: answer_mode=rebuild's extra call for the reply
 
 
+_steps_lock = threading.Lock()
+_steps_taken = 0  # agent steps ledgered in this process, for progress within long episodes (harness/progress.py)
+
+
+def steps_taken() -> int:
+    with _steps_lock:
+        return _steps_taken
+
+
 def sum_or_none(values: Iterable[Any]) -> Any:
     values = list(values)
     if not values or any(v is None for v in values):
@@ -77,6 +86,9 @@ class Ledger:
             phase=phase,
         )
         self.agent_steps.append(entry)
+        global _steps_taken
+        with _steps_lock:
+            _steps_taken += 1
         return entry
 
     def add_user_call(self, usage: Usage) -> None:

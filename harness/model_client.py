@@ -21,6 +21,8 @@ from typing import Any, Iterator
 
 import litellm
 
+from harness import provider_errors
+
 litellm.suppress_debug_info = True
 for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
     logging.getLogger(_name).setLevel(logging.WARNING)
@@ -29,17 +31,8 @@ class ProviderFault(RuntimeError):
     """The provider answered 200 with nothing usable (an empty choice list): its fault, retried like a 500."""
 
 
-# Transient provider trouble: retried with backoff, then recorded as an infra error. A body that is not
-# JSON arrives from LiteLLM as InternalServerError, so malformed provider output is retried the same way.
-RETRYABLE = (
-    ProviderFault,
-    litellm.exceptions.RateLimitError,
-    litellm.exceptions.InternalServerError,
-    litellm.exceptions.ServiceUnavailableError,
-    litellm.exceptions.BadGatewayError,
-    litellm.exceptions.APIConnectionError,
-    litellm.exceptions.Timeout,
-)
+# Which provider errors are retried, charged to the treatment or stop the job: harness/provider_errors.py. A body
+# that is not JSON arrives from LiteLLM as InternalServerError, so malformed provider output is retried.
 
 
 class InfraError(RuntimeError):
@@ -51,6 +44,21 @@ class ContextOverflow(RuntimeError):
 
     Not an InfraError: a longer memory block is what overflows, so the episode is a failure of the treatment
     (error "context_overflow", kept in the denominator; see harness/errors.py)."""
+
+
+class RequestRejected(RuntimeError):
+    """The provider refused this request: a content filter, or another 400 that is not an overflow.
+
+    Not an InfraError: what a strategy puts in the prompt can trip a filter, so the episode is a failure
+    (error "request_rejected", kept in the denominator)."""
+
+
+class ProviderUnusable(BaseException):
+    """Every call of this job would fail the same way (bad credentials, unknown model): stop the job now.
+
+    A BaseException, like KeyboardInterrupt, so that no `except Exception` on the way (tau2's orchestrator, an
+    episode's labelling, a strategy wrapper) turns it into one more failed episode: no record is written for it,
+    and a rerun after the fix resumes where the job stopped (harness/run.py prints it and exits 2)."""
 
 
 @dataclass
@@ -154,9 +162,20 @@ class ModelClient:
                                               **{"max_retries": 0, **self.kwargs}, **extra)
                 if not getattr(response, "choices", None):
                     raise ProviderFault(f"{self.model}: the provider returned an empty choice list")
-            except litellm.exceptions.ContextWindowExceededError as exc:
-                raise ContextOverflow(f"{self.model}: context window exceeded: {_short(exc)}") from exc
-            except RETRYABLE as exc:
+            except Exception as exc:
+                kind = provider_errors.RETRY if isinstance(exc, ProviderFault) else provider_errors.kind_of(exc)
+                if kind is None:  # not a provider error (e.g. a scripted model's own bug): labelled by the caller
+                    raise
+                if kind == provider_errors.OVERFLOW:
+                    raise ContextOverflow(f"{self.model}: context window exceeded: {_short(exc)}") from exc
+                if kind == provider_errors.REJECTED:
+                    raise RequestRejected(f"{self.model}: request rejected: {type(exc).__name__}: "
+                                          f"{_short(exc)}") from exc
+                if kind == provider_errors.STOP:
+                    raise ProviderUnusable(f"{self.model}: {provider_errors.stop_reason(exc)}: "
+                                           f"{type(exc).__name__}: {_short(exc, 200)}") from exc
+                if kind == provider_errors.INFRA:
+                    raise InfraError(f"{self.model}: {type(exc).__name__}: {_short(exc)}") from exc
                 if attempt >= self.max_retries:
                     stats.gave_up += 1
                     raise InfraError(
@@ -168,10 +187,6 @@ class ModelClient:
                 time.sleep(wait)
                 attempt += 1
                 continue
-            except (litellm.exceptions.AuthenticationError, litellm.exceptions.NotFoundError,
-                    litellm.exceptions.PermissionDeniedError, litellm.exceptions.BadRequestError,
-                    litellm.exceptions.APIError) as exc:
-                raise InfraError(f"{self.model}: {type(exc).__name__}: {_short(exc)}") from exc
             stats.recovered += attempt > 0
             return _to_completion(response, self.model, time.perf_counter() - started)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,8 +81,9 @@ class ModelSpec:
         agent_meta = user_meta = None
         if self.scripted:
             extra = dict(agent_kwargs.pop("metadata", None) or {})
-            if self.simulated:  # the simulated agent reads its profile and planted world from here
-                extra.update(profile=self.cfg.profile, world=self.cfg.world)
+            if self.simulated:  # the simulated agent reads its profile and planted world from here, and draws
+                # once per episode: one clients() call is one episode
+                extra.update(profile=self.cfg.profile, world=self.cfg.world, episode=uuid.uuid4().hex)
             user_kwargs.pop("metadata", None)
             agent_meta = {**extra, "role": "agent", "script": task_script}
             user_meta = {**extra, "role": "user", "script": task_script}

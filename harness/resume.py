@@ -20,7 +20,11 @@ def episode_key(task_id: Any, trial: int) -> str:
     return f"{task_id}#{trial}"
 
 
-def reapply_online_updates(strategy: Any, bench: Any, store: Any, records: Iterable[dict[str, Any]]) -> int:
+def reapply_online_updates(strategy: Any, bench: Any, store: Any, records: Iterable[dict[str, Any]],
+                           ground_truth: bool = False) -> int:
+    """Replays go to the episode's own stream (its key carries the trial), with labels only when allowed."""
+    from harness.retries import shown
+
     applied_of = getattr(strategy, "applied_episodes", None)
     loader = getattr(bench, "load_trajectory", None)
     if applied_of is None or loader is None:
@@ -30,7 +34,8 @@ def reapply_online_updates(strategy: Any, bench: Any, store: Any, records: Itera
                and episode_key(r["task_id"], r["trial"]) not in applied]
     for record in pending:  # file order: the order the updates were due
         trajectory = loader(store.root / record["trajectory"], record)
-        strategy.update(replace(trajectory, episode=episode_key(record["task_id"], record["trial"])))
+        episode = replace(trajectory, episode=episode_key(record["task_id"], record["trial"]))
+        strategy.update(shown(episode, ground_truth))
     if pending:
         print(f"memdeliv: re-applied {len(pending)} online update(s) lost by an interrupted run", file=sys.stderr)
     return len(pending)

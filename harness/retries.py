@@ -4,7 +4,10 @@ A strategy with a `learn(trajectory, rerun=, gold=)` method (ace_online) gets, a
 episode, two callables from the harness instead of a plain `update(trajectory)`:
 - `rerun()` runs the same task x trial again (the strategy decides what to deliver meanwhile) and returns
   the new episode, or None when it failed outside the agent (infra);
-- `gold()` returns the benchmark adapter's gold solution of the task (asked only when ground truth is allowed).
+- `gold()` returns the benchmark adapter's gold solution of the task (asked only when ground truth is allowed;
+  given only on the train split: a test task's solution never reaches a learner);
+- `samples`: the job's episode count (ACE's Curator is told "sample i of N").
+`learn` may return facts for the episode's record (ACE: `update_lost`), which the runner adds to it.
 Strategies never import an adapter. Every re-run is a real, ledgered episode: its record goes to
 `<run>/retries.jsonl` (same fields plus `reflection_rerun`: 1, 2, ...), never into results.jsonl, so each (task, trial) keeps
 exactly one scored record and tables stay one row per episode; adaptation costs add the retries.
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -23,27 +27,42 @@ from harness.store import RunStore, redact
 RETRIES = "retries.jsonl"
 
 
-def learner(strategy: Any, bench: Any, run_attempt: Callable[[Any, int, int], dict[str, Any]],
-            store: RunStore) -> Callable[[Any, Any, int], None]:
-    """-> learn(trajectory, task, trial): `strategy.learn` with rerun/gold when it has one, else `update`;
-    an exception raised by the strategy comes out as a StrategyError."""
-    if getattr(strategy, "learn", None) is None:
-        return lambda trajectory, task, trial: call_strategy(strategy, "update", trajectory)
-    gold_solution = getattr(bench, "gold_solution", None)
+def shown(trajectory: Any, ground_truth: bool) -> Any:
+    """The episode as a learner may see it: without ground truth, no reward, verdict or evaluator report."""
+    return trajectory if ground_truth else replace(trajectory, reward=None, success=None, feedback="")
 
-    def run(trajectory: Any, task: Any, trial: int) -> None:
+
+def learner(strategy: Any, bench: Any, run_attempt: Callable[[Any, int, int], dict[str, Any]],
+            store: RunStore, samples: int | None = None,
+            ground_truth: bool = False) -> Callable[[Any, Any, int], dict[str, Any]]:
+    """-> learn(trajectory, task, trial) -> record facts: `strategy.learn` with rerun/gold when it has one,
+    else `update`; an exception raised by the strategy comes out as a StrategyError. Labels and the gold
+    solution reach the strategy only with `ground_truth` (the config check allows that on train only)."""
+    if getattr(strategy, "learn", None) is None:
+        return lambda trajectory, task, trial: call_strategy(strategy, "update", shown(trajectory, ground_truth)) and {}
+    on_train = str(getattr(getattr(bench, "cfg", None), "split", "train")) == "train"
+    gold_solution = getattr(bench, "gold_solution", None) if on_train and ground_truth else None
+
+    def run(trajectory: Any, task: Any, trial: int) -> dict[str, Any]:
         attempts = itertools.count(1)
 
         def rerun() -> Any:
             record = run_attempt(task, trial, next(attempts))
             again = record.pop("_trajectory", None)
             append_retry(store, record)
-            return None if again is None or record.get("error") == "infra" else again
+            return None if again is None or record.get("error") == "infra" else shown(again, ground_truth)
 
         gold = (lambda: gold_solution(task)) if gold_solution is not None else None
-        call_strategy(strategy, "learn", trajectory, rerun, gold)
+        facts = call_strategy(strategy, "learn", shown(trajectory, ground_truth), rerun, gold, samples)
+        return facts if isinstance(facts, dict) else {}
 
     return run
+
+
+def record_facts(strategy: Any, trajectory: Any) -> dict[str, Any]:
+    """A strategy's own fields for an episode's record (ACE: `cited_steps`, `memory_ground_truth`)."""
+    facts = getattr(strategy, "record_facts", None)
+    return dict(facts(trajectory)) if facts is not None else {}
 
 
 def append_retry(store: RunStore, record: dict[str, Any]) -> None:

@@ -23,15 +23,16 @@ import hydra
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import OverrideParseException
 from omegaconf import DictConfig, OmegaConf
 
 import strategies
 from harness.assembly import ANSWER_MODES, CONTEXT_POLICIES
+from harness import provenance, secrets
 from harness.config import PLACEMENTS, TOOL_MODES, job_memory, register_plugin_strategies, register_schemas
 
 CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "configs")
-_SECRET_OVERRIDE = re.compile(r"^(\+{0,2})([\w.]*(api[_-]?key|secret|password|token)[\w.]*)=(.+)$", re.I)
-_SAFE_TOKEN_KEYS = re.compile(r"(max_tokens|max_completion_tokens|tokens?_budget|token_budget)$", re.I)
+_OVERRIDE = re.compile(r"^(\+{0,2})([\w.\-]+)=(.+)$")
 
 
 class ConfigError(ValueError):
@@ -44,13 +45,15 @@ def fail(message: str) -> None:
 
 
 def protect_secrets(overrides: list[str]) -> list[str]:
+    """A secret on the command line (a credential key by exact name, or a value shaped like a key, see
+    harness.secrets) moves into the environment; the override refers to it by interpolation."""
     out = []
     for i, item in enumerate(overrides):
-        m = _SECRET_OVERRIDE.match(item)
-        if m and not _SAFE_TOKEN_KEYS.search(m.group(2)) and not m.group(2).endswith("_env") \
-                and not m.group(4).startswith("${"):
+        m = _OVERRIDE.match(item)
+        if m and not m.group(3).startswith("${") and (secrets.is_secret_key(m.group(2))
+                                                      or secrets.looks_secret(m.group(3))):
             var = f"MEMDELIV_SECRET_{i}_KEY"
-            os.environ[var] = m.group(4).strip("'\"")
+            os.environ[var] = m.group(3).strip("'\"")
             item = f"{m.group(1)}{m.group(2)}='${{oc.env:{var}}}'"
         out.append(item)
     return out
@@ -85,8 +88,9 @@ def with_config_sweeps(overrides: list[str]) -> list[str]:
     return overrides + [f"{k}={v}" for k, v in params.items() if k.lstrip("+~") not in given]
 
 
-def check_job(cfg: DictConfig) -> None:
-    """Semantic checks Hydra's type validation cannot do; all before anything is written."""
+def check_job(cfg: DictConfig, sweep: list[str] | None = None) -> None:
+    """Semantic checks Hydra's type validation cannot do; all before anything is written. `sweep`: the
+    strategies of the whole sweep (their options are not typos for this job's strategy)."""
     from harness import benchmarks, executors
 
     try:
@@ -96,7 +100,8 @@ def check_job(cfg: DictConfig) -> None:
     if cfg.strategy.name not in strategies.available():
         raise ConfigError(f"unknown strategy {cfg.strategy.name!r}; available: {', '.join(strategies.available())}")
     try:  # a strategy checks its own options (names, types, ranges) through its validate_options hook
-        strategies.validate_options(cfg.strategy.name, OmegaConf.to_container(cfg.strategy.options, resolve=True))
+        strategies.validate_options(cfg.strategy.name, OmegaConf.to_container(cfg.strategy.options, resolve=True),
+                                    sweep or [cfg.strategy.name])
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"strategy.options: {exc}") from None
     bench = benchmarks.create(cfg.benchmark)
@@ -120,6 +125,7 @@ def check_job(cfg: DictConfig) -> None:
         strategies.load_memory(memory)  # a malformed artifact fails here with file:line
     try:
         bench.validate()
+        provenance.job_provenance(cfg, bench)  # memory learned from these tasks, or labels off train: refused
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     if cfg.model.tool_mode not in TOOL_MODES:
@@ -143,6 +149,12 @@ def check_job(cfg: DictConfig) -> None:
             raise ConfigError(str(exc)) from None
     if cfg.model.api_key_env and not os.environ.get(cfg.model.api_key_env):
         raise ConfigError(f"model.api_key_env={cfg.model.api_key_env} but that variable is not set")
+    from harness.credentials import ModelCheckError, check_models
+
+    try:  # every model of the job (agent, user simulator, judge): routable, and its key in the environment
+        check_models(cfg, judge_used=bool(getattr(bench, "needs_judge", lambda: False)()))
+    except ModelCheckError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def check_memory_by_strategy(cfg: DictConfig) -> None:
@@ -180,24 +192,33 @@ def compose_job(overrides: list[str]) -> DictConfig:
 
 
 def validate(job_overrides: list[list[str]]) -> None:
+    from harness.config_errors import describe
+
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
+        cfgs = []
         for overrides in job_overrides:
             try:
-                cfg = compose(config_name="config", overrides=overrides)
-                check_job(cfg)
+                cfgs.append(compose(config_name="config", overrides=overrides))
+            except Exception as exc:  # Hydra / OmegaConf composition and type errors: one line, key and type
+                fail(describe(exc))
+        sweep = sorted({cfg.strategy.name for cfg in cfgs})  # an option one of them takes is no typo for the rest
+        for cfg in cfgs:
+            try:
+                check_job(cfg, sweep)
             except ConfigError as exc:
                 fail(str(exc))
             except strategies.MemoryFileError as exc:
                 fail(f"bad memory file: {exc}")
-            except Exception as exc:  # Hydra / OmegaConf composition and type errors
-                fail(f"{type(exc).__name__}: {exc}")
+            except Exception as exc:
+                fail(describe(exc))
     GlobalHydra.instance().clear()
 
 
 @hydra.main(config_path="../configs", config_name="config", version_base=None)
 def _job(cfg: DictConfig) -> Any:
-    from harness.runner import run_job
+    from harness.model_client import ProviderUnusable
+    from harness.runner import job_key, run_job
     from harness.store import RunStoreError
 
     try:
@@ -205,15 +226,30 @@ def _job(cfg: DictConfig) -> Any:
     except RunStoreError as exc:  # the job is running elsewhere, or the run holds another setup: nothing written
         print(f"memdeliv: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    errors = ", ".join(f"{label} {n}" for label, n in summary["errors"].items()) or "none"
-    print(f"memdeliv: {summary['job']}: ran {summary['ran']}, resumed past {summary['skipped']}, "
-          f"errors: {errors} (only infra is excluded from rates; {summary.get('infra_rerun', 0)} infra rerun "
-          f"from before; provider retries {summary.get('retried', 0)}) -> {summary['run_dir']}")
+    except ProviderUnusable as exc:  # bad key / unknown model: every episode would fail the same way
+        print(f"memdeliv: stopped {job_key(cfg)}: {exc}. Episodes recorded so far stay; after the fix, rerun with "
+              f"run_name={cfg.run_name} to resume", file=sys.stderr)
+        raise SystemExit(2) from None
+    report_job(summary)
     return summary
 
 
-def main(argv: list[str] | None = None) -> None:
-    argv = list(sys.argv[1:] if argv is None else argv)
+def report_job(summary: dict[str, Any]) -> None:
+    """The end-of-job line, and a warning when this model's strategies have different infra rates so far."""
+    from harness.infra_balance import infra_warning
+
+    errors = ", ".join(f"{label} {n}" for label, n in summary["errors"].items()) or "none"
+    print(f"memdeliv: {summary['job']}: ran {summary['ran']}, resumed past {summary['skipped']}, "
+          f"errors: {errors} (every error counts as a failure, infra too: tau2-bench leaderboard convention; "
+          f"{summary.get('infra_rerun', 0)} infra rerun from before; provider retries {summary.get('retried', 0)}) "
+          f"-> {summary['run_dir']}")
+    if warning := infra_warning(summary["run_dir"], summary["job"]):
+        print(f"memdeliv: warning: {warning}", file=sys.stderr)
+
+
+def checked_command(argv: list[str]) -> tuple[list[str], list[str]]:
+    """Everything main() checks, nothing run or written: (flags, overrides) as Hydra will get them, or exit 2
+    with the reason. tests/test_documented_commands.py passes every documented command line through it."""
     flags = [a for a in argv if a.startswith("-")]
     overrides = protect_secrets([a for a in argv if not a.startswith("-")])
     register_schemas()
@@ -222,7 +258,18 @@ def main(argv: list[str] | None = None) -> None:
         overrides.append(f"run_name={datetime.now().strftime('%Y%m%d-%H%M%S')}")
     if not any(f in flags for f in ("--help", "-h", "--hydra-help", "--info", "-i", "--cfg", "-c")):
         multirun = any(f in flags for f in ("-m", "--multirun"))
-        validate(expand_sweeps(with_config_sweeps(overrides) if multirun else overrides))
+        try:
+            jobs = expand_sweeps(with_config_sweeps(overrides) if multirun else overrides)
+        except OverrideParseException as exc:
+            from harness.config_errors import unparsable
+
+            fail(unparsable(overrides, exc))
+        validate(jobs)
+    return flags, overrides
+
+
+def main(argv: list[str] | None = None) -> None:
+    flags, overrides = checked_command(list(sys.argv[1:] if argv is None else argv))
     sys.argv = [sys.argv[0], *flags, *overrides]
     _job()
 

@@ -12,17 +12,17 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import OmegaConf
-from tqdm import tqdm
 
 import strategies
-from harness import benchmarks, executors, retries, secrets
+from harness import benchmarks, executors, provenance, retries, secrets
 from harness.assembly import DEFAULTS as ASSEMBLY_DEFAULTS, variant_suffix
 from harness.config import job_memory
 from harness.errors import INFRA, STRATEGY, FailureTally, StrategyError, classify
 from harness.joblock import job_lock
 from harness.ledger import MemoryTokenCounter
-from harness.model_client import provider_stats
+from harness.model_client import ProviderUnusable, provider_stats
 from harness.models import ModelSpec, open_model
+from harness.progress import Progress
 from harness.resume import episode_key, reapply_online_updates
 from harness.store import RunStore, now_iso, settled
 
@@ -70,6 +70,7 @@ def identity(cfg: Any) -> dict[str, Any]:
 def run_job(cfg: Any) -> dict[str, Any]:
     bench = benchmarks.create(cfg.benchmark)
     bench.validate()
+    provenance.job_provenance(cfg, bench)  # in-sample memory or labels off train: refused before any write
     store = RunStore(Path(cfg.runs_dir) / cfg.run_name)
     key = job_key(cfg)
     secrets.learn_from_config(OmegaConf.to_container(cfg, resolve=True))  # before any child process or write
@@ -78,11 +79,15 @@ def run_job(cfg: Any) -> dict[str, Any]:
             return _run_job(cfg, bench, model, store)
 
 
-def build_strategy(cfg: Any, model: ModelSpec, artifacts_dir: Path | None) -> Any:
+def build_strategy(cfg: Any, model: ModelSpec, artifacts_dir: Path | None, bench: Any = None) -> Any:
+    options = OmegaConf.to_container(cfg.strategy.options)
+    # what an online learner writes as its playbook's learned_from (it adds the tasks it learned from)
+    source = {"benchmark": cfg.benchmark.name, "split": cfg.benchmark.split, "model": model.name,
+              "ground_truth": strategies.uses_ground_truth(cfg.strategy.name, options),
+              "task_set": getattr(bench, "task_set", None)}
     return strategies.create(cfg.strategy.name, strategies.StrategyContext(
-        options=OmegaConf.to_container(cfg.strategy.options), memory_path=job_memory(cfg),
-        artifacts_dir=artifacts_dir, model=model.name,
-        model_kwargs={**OmegaConf.to_container(cfg.model.kwargs), **model.served_kwargs()}))
+        options=options, memory_path=job_memory(cfg), artifacts_dir=artifacts_dir, model=model.name,
+        model_kwargs={**OmegaConf.to_container(cfg.model.kwargs), **model.served_kwargs()}, learned_from=source))
 
 
 class Episodes:
@@ -95,23 +100,33 @@ class Episodes:
         self.bench, self.model, self.strategy, self.counter, self.root = bench, model, strategy, counter, root
         self.slug = _slug(key.replace("/", "__"))
         self.seeds = trial_seeds(cfg.benchmark.seed, cfg.benchmark.trials)
+        self.stopped: ProviderUnusable | None = None  # set by the first episode that finds the provider unusable
         self.common = {"schema": SCHEMA_VERSION, "run": cfg.run_name, "job": key, "benchmark": cfg.benchmark.name,
                        "split": cfg.benchmark.split, "model": model.name, "user_model": model.user_name,
                        "strategy": cfg.strategy.name, "memory": job_memory(cfg),
+                       # IN-SAMPLE | unknown provenance | held-out | None (no memory): tables label the rows
+                       "memory_provenance": provenance.job_provenance(cfg, bench),
                        "placement": cfg.benchmark.placement, "context_policy": cfg.benchmark.context_policy,
                        "answer_mode": cfg.benchmark.answer_mode}
 
     def __call__(self, task: Any, trial: int, rerun: int = 0) -> dict[str, Any]:
         """rerun > 0: a learning strategy's re-run of the same episode (harness/retries.py)."""
+        if self.stopped is not None:  # the job is stopping: episodes queued behind it make no call
+            raise self.stopped
         started_at = now_iso()
         again = f"__r{rerun}" if rerun else ""
         rel = Path("trajectories") / self.slug / f"{_slug(str(task.id))}__t{trial}{again}.json"
+        for_trial = getattr(self.strategy, "for_trial", None)  # an online learner: one stream per trial
+        strategy = for_trial(trial) if for_trial is not None else self.strategy
         try:
             with provider_stats() as stats:  # retries of this episode's model calls
-                fields = self.bench.run_episode(task, trial=trial, seed=self.seeds[trial], strategy=self.strategy,
+                fields = self.bench.run_episode(task, trial=trial, seed=self.seeds[trial], strategy=strategy,
                                                 model=self.model, counter=self.counter,
                                                 trajectory_path=self.root / rel)
-            fields = {**fields, **stats.fields()}
+            fields = {**fields, **stats.fields(), **retries.record_facts(strategy, fields.get("_trajectory"))}
+        except ProviderUnusable as exc:  # bad key / unknown model: no record; the job stops (harness/run.py)
+            self.stopped = exc
+            raise
         except Exception as exc:  # the episode machinery itself failed: keep the sweep alive, label it
             error, detail = classify(exc)  # "harness" unless it is a provider/worker failure after retries
             return self.failed(task, trial, error, detail, started_at)
@@ -128,7 +143,7 @@ class Episodes:
 def _run_job(cfg: Any, bench: Any, model: ModelSpec, store: RunStore) -> dict[str, Any]:
     key = job_key(cfg)
     slug = _slug(key.replace("/", "__"))
-    strategy = build_strategy(cfg, model, store.root / "memory" / slug)
+    strategy = build_strategy(cfg, model, store.root / "memory" / slug, bench)
     extra = getattr(bench, "identity_extra", dict)()  # e.g. τ²: the task set of a data dir, the judge
     store.open_job(key, OmegaConf.to_container(cfg, resolve=True), {**identity(cfg), **extra})
     if model.simulated:
@@ -150,30 +165,34 @@ def _run_job(cfg: Any, bench: Any, model: ModelSpec, store: RunStore) -> dict[st
     one = Episodes(cfg, bench, model, strategy, MemoryTokenCounter(model.name), store.root)
 
     online = bool(getattr(strategy, "learns_online", False))
+    # labels (reward, success, evaluator report, gold) reach an online learner only when it is allowed them
+    labels = strategies.uses_ground_truth(cfg.strategy.name, OmegaConf.to_container(cfg.strategy.options))
     if online:  # an update lost to a crash (or skipped when its provider was down) is applied on resume
-        reapply_online_updates(strategy, bench, store, latest.values())
-    learn = retries.learner(strategy, bench, one, store) if online else None
-    # an online learner on one worker runs strictly in order: each episode sees the memory the previous left
-    sequential = online and cfg.concurrency <= 1
+        reapply_online_updates(strategy, bench, store, latest.values(), labels)
+    learn = retries.learner(strategy, bench, one, store, samples=len(tasks), ground_truth=labels) if online else None
+    # an online learner runs strictly in order (trial 0's tasks, then trial 1's...): each episode sees the memory
+    # its stream's previous episode left, so one stream's task order is fixed whatever `concurrency` says
+    sequential = online
     pool = executors.create(cfg, learns_online=online)  # threads here, or Ray tasks (the driver writes)
     tally = FailureTally()
     began = time.perf_counter()
-    bar = tqdm(total=total, initial=total - len(todo), desc=key, disable=not cfg.progress, file=sys.stderr,
-               dynamic_ncols=True)
+    bar = Progress(key, total, total - len(todo), enabled=cfg.progress)
     try:
         finished = (one(task, trial) for task, trial in todo) if sequential else \
             pool.run(todo, one, served=model.served_kwargs())
         with closing(finished) as records:  # Ctrl-C: stops the pool; what is recorded stays recorded
             for record in records:
                 record["attempt"] = attempts.get((record["task_id"], record["trial"]), 1)
+                if cfg.model.get("gguf"):  # `openai/<alias>` is only LiteLLM's route to the local server
+                    record["model_server"] = LOCAL_SERVER
                 trajectory = record.pop("_trajectory", None)
                 if learn is not None and trajectory is not None and record.get("error") not in (INFRA, STRATEGY):
                     # e.g. ACE online: the playbook evolves during the run; a crash there is the treatment's. The
                     # update comes before the record and carries the episode key, so neither is lost or doubled
                     # by a kill between the two (a resumed run re-runs the episode and skips the applied update).
                     try:
-                        learn(replace(trajectory, episode=episode_key(record["task_id"], record["trial"])),
-                              by_id[str(record["task_id"])], record["trial"])
+                        record.update(learn(replace(trajectory, episode=episode_key(record["task_id"], record["trial"])),
+                                            by_id[str(record["task_id"])], record["trial"]) or {})
                     except StrategyError as exc:
                         error, detail = classify(exc)
                         if error == INFRA:  # its provider failed after retries: the episode itself stands
@@ -193,11 +212,16 @@ def _run_job(cfg: Any, bench: Any, model: ModelSpec, store: RunStore) -> dict[st
     totals = store.job_totals(key)  # over every launch of the job (a resume adds to them)
     store.close_job(key, tasks=len(tasks), trials=cfg.benchmark.trials, ran=len(todo), skipped=len(done),
                     infra_rerun=len(attempts), **{**tally.facts(), **totals}, executor=pool.name,
+                    **({"updates_lost": sum(bool(r.get("update_lost")) for r in store.records() if r["job"] == key)}
+                       if online else {}),  # an online update lost after its retries: counted, not only in history
                     wall_s=round(time.perf_counter() - began, 3), **getattr(bench, "manifest_facts", dict)())
     tally.warn(key)
     return {"job": key, "run_dir": str(store.root), "ran": len(todo), "skipped": len(done),
             "infra_errors": tally.errors.get(INFRA, 0), "errors": dict(tally.errors), "retried": totals["retried"],
             "recovered": totals["recovered"], "infra_rerun": len(attempts), "executor": pool.name}
+
+
+LOCAL_SERVER = "local llama.cpp"
 
 
 def warn_cut_scenarios(store: RunStore, key: str, cut: list[str]) -> None:

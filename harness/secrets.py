@@ -1,7 +1,7 @@
 """One compiled redactor for everything the harness writes (records, trajectories, manifest, config, logs).
 
 Secrets are removed by value (every secret the harness knows: variables named by any `*_api_key_env`,
-literal `api_key` values, env variables whose name says KEY/TOKEN/SECRET/PASSWORD) and by shape
+literal values under a credential key (SECRET_KEYS), env variables whose name says KEY/TOKEN/SECRET/PASSWORD) and by shape
 (`Authorization:` / `Bearer` values, common provider key formats). The known values and the shapes are
 one regex, compiled once and rebuilt only when the set of secrets changes: redaction runs on every
 string of every record, so it must not rescan the environment each time.
@@ -32,6 +32,26 @@ _SHAPES = re.compile(
 )
 _MARKERS = ("earer", "EARER", "uthorization", "sk-", "AKIA", "hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "AIza",
             "xox")
+
+
+# Config keys that hold a credential, by exact name (the last part of a dotted key; plus any `*_api_key`):
+# LiteLLM's and the providers' credential arguments. Never by substring: "token" is in budget_tokens,
+# max_tokens, token_budget, ... and guessing from it broke ordinary options.
+SECRET_KEYS = frozenset({
+    "api_key", "password", "secret", "token", "access_token", "auth_token", "bearer_token", "azure_ad_token",
+    "client_secret", "aws_access_key_id", "aws_secret_access_key", "aws_session_token", "vertex_credentials",
+})
+
+
+def is_secret_key(key: str) -> bool:
+    """`model.kwargs.api_key`, `+model.kwargs.aws_secret_access_key`, `openai_api_key`: yes; `budget_tokens`: no."""
+    name = key.rsplit(".", 1)[-1].lstrip("+~").lower()
+    return name in SECRET_KEYS or name.endswith("_api_key")
+
+
+def looks_secret(value: str) -> bool:
+    """A value with a credential's shape (a provider key format, a Bearer / Authorization value), any key."""
+    return any(marker in value for marker in _MARKERS) and _SHAPES.sub(_shape, value) != value
 
 
 def _shape(m: re.Match[str]) -> str:
@@ -99,7 +119,7 @@ def register_value(*values: Any) -> None:
 
 
 def learn_from_config(node: Any, key: str = "") -> None:
-    """Register every `*api_key_env` variable and literal `api_key` value found anywhere in a config."""
+    """Register every `*api_key_env` variable and every value under a secret key (is_secret_key) in a config."""
     if isinstance(node, dict):
         for k, v in node.items():
             learn_from_config(v, str(k))
@@ -109,7 +129,7 @@ def learn_from_config(node: Any, key: str = "") -> None:
     elif isinstance(node, str):
         if key.endswith("api_key_env"):
             register_env(node)
-        elif key == "api_key" or key.endswith("_api_key"):
+        elif is_secret_key(key):
             register_value(node)
 
 

@@ -30,6 +30,7 @@ from omegaconf import OmegaConf
 
 from harness import benchmarks
 from harness.config import BenchmarkConfig
+from harness.provenance import learned_from
 from harness.scripted.world import LABEL
 from strategies import Guideline, save_memory
 
@@ -71,7 +72,8 @@ def _support(task_id: str) -> int:
 
 
 def build(benchmark: str = "tau2_retail", eval_split: str = "test") -> tuple[list[Guideline], dict[str, Any]]:
-    train, target = _facts(_bench(benchmark, "train")), _facts(_bench(benchmark, eval_split))
+    train_bench = _bench(benchmark, "train")
+    train, target = _facts(train_bench), _facts(_bench(benchmark, eval_split))
     guidelines: list[Guideline] = []
     helps: dict[str, list[str]] = {}
     users: dict[str, list[str]] = defaultdict(list)
@@ -102,7 +104,9 @@ def build(benchmark: str = "tau2_retail", eval_split: str = "test") -> tuple[lis
     meta = {"kind": "simulated", "benchmark": benchmark, "split": "train",
             "note": f"{LABEL} WORLD: guidelines generated from train gold actions with planted relevance "
                     f"(_meta.simulated.helps), for harness/scripted/simulated.py; NOT learned by a model",
-            "simulated": {"eval_split": eval_split, "tasks": list(target), "helps": helps}}
+            "simulated": {"eval_split": eval_split, "tasks": list(target), "helps": helps},
+            # made from the train tasks' gold actions: ground truth, no model
+            "learned_from": learned_from(benchmark, "train", train, None, True, train_bench.task_set)}
     return guidelines, meta
 
 

@@ -17,10 +17,11 @@ from strategies.base import (
     render_guidelines,
 )
 from strategies.memory_file import MemoryFileError, load_memory, save_memory
-from strategies.registry import StrategyContext, UnknownStrategy, available, create, register, validate_options
+from strategies.registry import (StrategyContext, UnknownStrategy, available, create, register, uses_ground_truth,
+                                 uses_memory, validate_options)
 
 __all__ = [
     "EMPTY", "Delivery", "Embedder", "Guideline", "StepView", "Strategy", "StrategyBase", "TaskView", "Trajectory",
     "render_guidelines", "MemoryFileError", "load_memory", "save_memory", "StrategyContext",
-    "UnknownStrategy", "available", "create", "register", "validate_options",
+    "UnknownStrategy", "available", "create", "register", "uses_ground_truth", "uses_memory", "validate_options",
 ]

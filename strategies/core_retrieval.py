@@ -197,6 +197,8 @@ class CoreRetrieval(StrategyBase):
             self._cache[key] = delivery
         return delivery
 
+    known_options = tuple(f.name for f in fields(SelectionOptions))
+
     @classmethod
     def validate_options(cls, options: dict[str, Any]) -> None:
         """Config-check hook (strategies.registry.validate_options): raises ValueError on a bad option."""

@@ -7,7 +7,7 @@ With `budget_tokens` set, the lowest-support guidelines are dropped first (ties:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from strategies.base import Delivery, Guideline, StepView, StrategyBase, TaskView, render_guidelines
 from strategies.budget import budget_option, fit_budget, token_counter
@@ -17,6 +17,7 @@ from strategies.registry import StrategyContext
 @dataclass
 class FullMemory(StrategyBase):
     name: str = "full"
+    known_options = ("budget_tokens",)
     guidelines: tuple[Guideline, ...] = ()
     count_tokens: Optional[Callable[[str], int]] = field(default=None, repr=False)
     _delivery: Delivery = field(init=False, repr=False)
@@ -29,6 +30,10 @@ class FullMemory(StrategyBase):
 
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
         return self._delivery
+
+    @classmethod
+    def validate_options(cls, options: dict[str, Any]) -> None:
+        budget_option(cls.name, options)
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "FullMemory":

@@ -11,6 +11,7 @@ Errors name the file and line, so a bad artifact is fixed in one look.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -23,6 +24,19 @@ _FIELDS = {f for f in Guideline.__dataclass_fields__}
 
 class MemoryFileError(ValueError):
     pass
+
+
+def task_ids_sha256(task_ids: Iterable[Any]) -> str:
+    return hashlib.sha256(json.dumps(sorted(str(t) for t in task_ids)).encode()).hexdigest()
+
+
+def learned_from(benchmark: str, split: str, task_ids: Iterable[Any], model: str | None, ground_truth: bool,
+                 task_set: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    """`_meta.learned_from` of an artifact: the tasks it learned from, and how (harness/provenance.py checks it
+    against the tasks a sweep evaluates)."""
+    ids = sorted({str(t) for t in task_ids}, key=lambda t: (not t.isdigit(), int(t) if t.isdigit() else 0, t))
+    return {"benchmark": benchmark, "split": split, "task_ids": ids, "task_ids_sha256": task_ids_sha256(ids),
+            "task_set": task_set, "model": model, "ground_truth": bool(ground_truth), **extra}
 
 
 def read_rows(path: Path, fields: set[str],

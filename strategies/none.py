@@ -11,6 +11,8 @@ from strategies.registry import StrategyContext
 @dataclass
 class NoMemory(StrategyBase):
     name: str = "none"
+    uses_memory = False  # memory= is ignored: the baseline's rows carry no provenance label
+    known_options = ()  # takes none: a typo like strategy.options.top_k=5 on `none` alone is an error
 
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
         return EMPTY

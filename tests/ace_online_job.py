@@ -1,6 +1,6 @@
 """Subprocess body for tests/test_ace_online_resume.py: one ace_online job with SCRIPTED roles (no LLM).
 
-argv: runs_dir run_name crash_at. crash_at > 0: the process dies (os._exit, no cleanup, like kill -9) right
+argv: runs_dir run_name crash_at [trials]. crash_at > 0: the process dies (os._exit, no cleanup, like kill -9) right
 after the strategy's learn (ACE's update with reflect-and-retry) returns for the crash_at-th time, i.e. after that
 episode's playbook update is saved and before its record is written (the runner updates first, then records).
 """
@@ -16,6 +16,7 @@ from harness.run import compose_job
 from strategies.ace import AceOnline
 
 runs_dir, run_name, crash_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
+trials = int(sys.argv[4]) if len(sys.argv) > 4 else 1
 roles = install_scripted_roles()
 for i in range(10):  # every update adds one bullet, so a lost update shows as a missing bullet
     roles.queue("curator", {"operations": [{"type": "ADD", "section": "strategies",
@@ -36,6 +37,6 @@ def crashing_learn(self, trajectory, *args, **kwargs):
 AceOnline.learn = crashing_learn
 cfg = compose_job(["model=oracle", "strategy=ace_online", f"strategy.options.reflector_model={MODEL}",
                    f"strategy.options.curator_model={MODEL}", "strategy.options.dedup_threshold=null",
-                   "benchmark.limit=3", "concurrency=1", "progress=false", f"runs_dir={runs_dir}",
+                   "benchmark.limit=3", f"benchmark.trials={trials}", "concurrency=1", "progress=false", f"runs_dir={runs_dir}",
                    f"run_name={run_name}"])
 print(run_job(cfg))

@@ -13,6 +13,12 @@ gets a valid reply. Kinds:
   malformed a 200 whose body is not JSON
   empty     a 200 with an empty choice list
   echo500   a 500 whose body echoes the request's Authorization header (a provider that leaks the key)
+  400filter, 400reject        a 400 from a content filter / a 400 refusing the request for another reason
+  400overflow-<provider>      a 400 with that provider's over-length message (anthropic, vllm, gemini, bedrock,
+                              bedrock-tokens, llamacpp), as the provider words it
+  401, 404  a bad key / a model that does not exist
+
+`default` is the kind served once the schedule is used up ("ok"; a test may set it on a running server).
 """
 
 from __future__ import annotations
@@ -26,7 +32,36 @@ from typing import Any
 
 from harness.scripted.oracle import _agent_turn, _user_turn
 
-FAULTS = ("429", "500", "503", "stall", "malformed", "empty", "echo500")
+# 400 bodies in each provider's own shape and words (what LiteLLM passes on in the error's message)
+BODIES_400 = {
+    "400filter": {"error": {"message": "The response was filtered due to the prompt triggering Azure OpenAI's "
+                            "content management policy. Please modify your prompt and retry.", "type": None,
+                            "param": "prompt", "code": "content_filter", "status": 400}},
+    "400reject": {"error": {"message": "Invalid parameter: messages with role 'tool' must be a response to a "
+                            "preceding message with 'tool_calls'.", "type": "invalid_request_error",
+                            "param": "messages", "code": None}},
+    "400overflow-anthropic": {"type": "error", "error": {
+        "type": "invalid_request_error", "message": "prompt is too long: 208310 tokens > 200000 maximum"}},
+    "400overflow-vllm": {"object": "error", "message": "This model's maximum context length is 8192 tokens. However, "
+                         "you requested 9100 tokens (8844 in the messages, 256 in the completion). Please reduce "
+                         "the length of the messages or completion.", "type": "BadRequestError", "param": None,
+                         "code": 400},
+    "400overflow-gemini": {"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": "The input token count "
+                                     "(1234567) exceeds the maximum number of tokens allowed (1048576)."}},
+    "400overflow-bedrock": {"message": "Input is too long for requested model."},
+    "400overflow-bedrock-tokens": {"message": "Too many input tokens. Max input tokens: 8192, request input token "
+                                              "count: 9100"},
+    "400overflow-llamacpp": {"error": {"code": 400, "type": "exceed_context_size_error", "n_prompt_tokens": 9100,
+                                       "n_ctx": 8192, "message": "the request exceeds the available context size, "
+                                                                 "try increasing it"}},
+}
+STATUS_BODIES = {
+    "401": {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error",
+                      "code": "invalid_api_key"}},
+    "404": {"error": {"message": "The model `fault-agent` does not exist or you do not have access to it.",
+                      "type": "invalid_request_error", "code": "model_not_found"}},
+}
+FAULTS = ("429", "500", "503", "stall", "malformed", "empty", "echo500", *BODIES_400, *STATUS_BODIES)
 _TICKET = re.compile(r"\(ticket ([^)]+)\)")
 
 
@@ -37,7 +72,8 @@ class FaultServer:
         self.scripts, self.scenarios = scripts, scenarios
         self.schedule = list(schedule)
         self.retry_after, self.stall_s = retry_after, stall_s
-        self.log: list[dict[str, Any]] = []  # one entry per request: at, kind, role
+        self.default = "ok"  # served once the schedule is used up
+        self.log: list[dict[str, Any]] = []  # one entry per request: at, kind, role (agent | user)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         server = self
@@ -81,8 +117,8 @@ class FaultServer:
     # --- one request ------------------------------------------------------------------------------
     def _handle(self, h: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         with self._lock:
-            kind = self.schedule.pop(0) if self.schedule else "ok"
-            self.log.append({"at": time.monotonic(), "kind": kind})
+            kind = self.schedule.pop(0) if self.schedule else self.default
+            self.log.append({"at": time.monotonic(), "kind": kind, "role": self._role(body)})
         if kind == "429":
             return _send(h, 429, {"error": {"message": "rate limited", "type": "rate_limit_error"}},
                          {"Retry-After": f"{self.retry_after:g}"})
@@ -99,12 +135,24 @@ class FaultServer:
             return _send_raw(h, 200, b'{"id": "x", "choices": [{"message": ')
         if kind == "empty":
             return _send(h, 200, {**_envelope(body), "choices": []})
+        if kind in BODIES_400:
+            return _send(h, 400, BODIES_400[kind])
+        if kind in STATUS_BODIES:
+            return _send(h, int(kind), STATUS_BODIES[kind])
         return _send(h, 200, self._reply(body))
+
+    def _user_task(self, body: dict[str, Any]) -> str | None:
+        """The task id when the request is the simulated user's (its system prompt holds the scenario), else None."""
+        messages = body.get("messages") or []
+        system = str(messages[0].get("content") or "") if messages else ""
+        return next((tid for tid, text in self.scenarios.items() if text and text in system), None)
+
+    def _role(self, body: dict[str, Any]) -> str:
+        return "agent" if self._user_task(body) is None else "user"
 
     def _reply(self, body: dict[str, Any]) -> dict[str, Any]:
         messages = body.get("messages") or []
-        system = str(messages[0].get("content") or "") if messages else ""
-        user_task = next((tid for tid, text in self.scenarios.items() if text and text in system), None)
+        user_task = self._user_task(body)
         if user_task is not None:  # the simulated user: open with the ticket, then as the oracle's user
             script = {**self.scripts[user_task], "opening": f"Hi, I need help with a request (ticket {user_task})."}
             message = {"role": "assistant", "content": _user_turn(messages, script)}

@@ -45,7 +45,7 @@ def test_render_lines_ids_and_roundtrip(tmp_path):
     lines = pb.render().splitlines()
     assert "[str-00002] helpful=2 harmful=1 :: Authenticate first." in lines
     assert "[err-00001] helpful=0 harmful=0 :: Check the order status first." in lines
-    assert lines[0] == "<ace_playbook>" and lines[-1] == "</ace_playbook>" and any("cite" in l for l in lines)
+    assert lines[0] == "<ace_playbook>" and lines[-1] == "</ace_playbook>" and any("bullet_ids: [" in l for l in lines)
     pb.save(tmp_path / "p.jsonl", {"note": "t"})
     back, meta = load_playbook(tmp_path / "p.jsonl")
     assert back == pb and meta["kind"] == "ace_playbook" and meta["next_id"] == 3
@@ -143,11 +143,14 @@ def test_invalid_operations_are_rejected_without_corrupting_the_playbook():
            {"type": "REMOVE", "id": "misc-00002"},
            {"type": "UPDATE", "id": "misc-00002", "content": "too late, removed above"}]
     result = apply_operations(pb, ops)
-    assert len(result.rejected) == 7 and result.removed == ["misc-00002"]
+    assert len(result.rejected) == 6 and result.removed == ["misc-00002"]
     reasons = [r.reason for r in result.rejected]
-    assert "no bullet with id 'str-99999'" in reasons[0] and "unknown section" in reasons[1]
-    assert "unknown operation type 'MERGE'" in reasons[3] and "same text as existing bullet misc-00002" in reasons[5]
-    assert [b.id for b in result.playbook.bullets] == ["str-00001"]
+    assert "no bullet with id 'str-99999'" in reasons[0] and "unknown operation type 'MERGE'" in reasons[2]
+    assert "same text as existing bullet misc-00002" in reasons[4]
+    # an unknown section is filed under the reference's catch-all `others`, and the move is recorded
+    assert result.added == ["misc-00003"] and result.summary()["refiled"] == [{"id": "misc-00003",
+                                                                             "section": "astrology"}]
+    assert [b.id for b in result.playbook.bullets] == ["str-00001", "misc-00003"]
     assert pb.render() == before  # the caller's playbook never changes
 
 

@@ -12,8 +12,8 @@ from strategies.ace import load_playbook
 JOB = REPO / "tests" / "ace_online_job.py"
 
 
-def run(runs_dir, crash_at: int) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(JOB), str(runs_dir), "ace", str(crash_at)], cwd=REPO / "tests",
+def run(runs_dir, crash_at: int, trials: int = 1) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(JOB), str(runs_dir), "ace", str(crash_at), str(trials)], cwd=REPO / "tests",
                           capture_output=True, text=True, timeout=300, env={**__import__("os").environ,
                                                                                "PYTHONPATH": str(REPO)})
 
@@ -40,3 +40,19 @@ def test_a_crash_between_update_and_record_loses_and_doubles_nothing(runs_dir):
     updates = [h["episode"] for h in history if h["event"] == "update"]
     assert sorted(updates) == sorted(keys)  # each episode's update exactly once, in record order
     assert updates == keys
+
+
+def test_each_trial_stream_resumes_from_its_own_playbook(runs_dir):
+    crashed = run(runs_dir, crash_at=4, trials=2)  # dies after stream 1's first update, before its record
+    assert crashed.returncode == 9, crashed.stderr[-2000:]
+    art = next((runs_dir / "ace" / "memory").iterdir())
+    assert len(load_playbook(art / "trial_1" / "playbook.jsonl")[0].bullets) == 1
+
+    resumed = run(runs_dir, crash_at=0, trials=2)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    records = read_records(runs_dir / "ace")
+    assert len(records) == 6 and len({(r["task_id"], r["trial"]) for r in records}) == 6
+    for trial, folder in ((0, art), (1, art / "trial_1")):  # three updates each: none lost, none doubled
+        playbook, meta = load_playbook(folder / "playbook.jsonl")
+        assert sorted(meta["applied"]) == sorted(f"{r['task_id']}#{trial}" for r in records if r["trial"] == trial)
+        assert len(playbook.bullets) == 3 and meta["updates"] == 3

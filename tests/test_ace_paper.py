@@ -162,7 +162,9 @@ def test_appworld_uses_ace_appworlds_sections():
            {"type": "ADD", "section": "verification_checklist", "content": "Check every page was read."},
            {"type": "ADD", "section": "strategies_and_insights", "content": "A generic-only section."}]
     result = apply_operations(Playbook(), ops, sections="appworld")
-    assert result.added == ["api-00001", "vc-00002"] and "unknown section" in result.rejected[0].reason
+    # a generic-only section is unknown on AppWorld: filed under `others`, as the reference does
+    assert result.added == ["api-00001", "vc-00002", "misc-00003"] and not result.rejected
+    assert result.playbook.get("misc-00003").section == "others"
     rendered = result.playbook.render()
     assert "## APIs TO USE FOR SPECIFIC INFORMATION" in rendered and "## VERIFICATION CHECKLIST" in rendered
     assert "troubleshooting_and_pitfalls" in curator_system(("ADD",), "appworld")
@@ -174,8 +176,12 @@ def test_appworld_uses_ace_appworlds_sections():
                        messages=({"role": "assistant", "content": "done"},), reward=1.0, success=True)
     out, _ = Adapter(reflector=JsonLLM(MODEL), curator=JsonLLM(MODEL), count_tokens=token_counter("gpt-4o"),
                      settings=settings).step(Playbook(), world)
-    assert [b.section for b in out.bullets] == ["apis_to_use_for_specific_information", "verification_checklist"]
+    assert [b.section for b in out.bullets] == ["apis_to_use_for_specific_information", "verification_checklist",
+                                                "others"]
     assert "verification_checklist" in roles.calls[-1]["messages"][0]["content"]
+    # on AppWorld the Curator reads the whole conversation, as ace-appworld's does
+    assert "full conversation of that attempt (agent = assistant):\nassistant: done" in \
+        roles.calls[-1]["messages"][1]["content"]
     args = ace_adapt.parse_args(["--val", "3"])
     assert not any("dedup" in o for o in ace_adapt.online_options(args))  # paper default: off
     on = ace_adapt.online_options(ace_adapt.parse_args(["--dedup-threshold", "0.9"]))

@@ -57,6 +57,10 @@ def test_offline_adaptation_loop_with_scripted_roles(tmp_path):
     epoch2, _ = load_playbook(report["epochs"][1]["playbook"])
     assert [b.content for b in epoch2.bullets] == lessons  # epoch 2 continued from epoch 1's playbook
     assert report["val_task_ids"] and set(report["val_task_ids"]).isdisjoint(report["train_task_ids"])
+    # provenance: the trained tasks and the held-out tasks that chose the epoch
+    learned = meta["learned_from"]
+    assert learned["split"] == "train" and learned["selected_on"] == report["val_task_ids"]
+    assert sorted(learned["task_ids"]) == sorted(report["train_task_ids"] + report["val_task_ids"])
     assert [e["val"]["success_rate"] for e in report["epochs"]] == [1.0, 1.0]  # the oracle always succeeds
     history = [json.loads(line) for line in out.with_name("learned.history.jsonl").read_text().splitlines()]
     assert [(h["epoch"], h["update"], h["bullets"]) for h in history] == [

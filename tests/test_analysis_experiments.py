@@ -26,7 +26,7 @@ def test_experiment_sweep_runs_with_command_line_winning(runs_dir):
     assert set(df["strategy"]) == {"none", "full"} and set(df["benchmark"]) == {"tau2_retail"}
     assert len(df) == 2 * 2 * 2 and set(df["trial"]) == {0, 1}  # trials=2 from the command line beat the 4
     jobs = yaml.safe_load((runs_dir / "exp" / "config.yaml").read_text())["jobs"]
-    assert all(j["config"]["strategy"]["options"]["top_k"] == 0 for j in jobs.values())  # the experiment's sweep
+    assert all(j["config"]["benchmark"]["agent"] == "react" for j in jobs.values())  # the experiment's sweep
 
 
 def test_experiment_sweep_axes_are_validated_before_anything_runs(runs_dir):

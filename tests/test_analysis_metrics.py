@@ -50,7 +50,8 @@ def test_pass_hat_k_equals_tau2_compute_metrics(run, model, strategy):
 
     records = load_records([run])
     cell = records[(records["model"] == model) & (records["strategy"] == strategy)]
-    ok = cell[cell["error"] != "infra"]  # tau2 upstream leaves infra errors out of the metrics
+    # tau2-bench's leaderboard convention: an infra-error simulation is a failed trial (reward 0)
+    ok = cell.assign(reward=cell["reward"].where(cell["error"] != "infra", 0.0))
     assert 0 < ok["success"].sum() < len(ok)  # mixed outcomes, so Pass^k differs across k
     theirs = compute_metrics(tau2_results(ok))
     ours = summarize(cell, n_boot=200).iloc[0]
@@ -60,12 +61,21 @@ def test_pass_hat_k_equals_tau2_compute_metrics(run, model, strategy):
     assert ok["reward"].mean() == pytest.approx(theirs.avg_reward)
 
 
-def test_infra_errors_are_excluded_and_counted(mixed):
+def test_infra_errors_count_as_failed_trials_and_are_counted(mixed):
     row = summarize(mixed, n_boot=100).set_index(["model", "strategy"]).loc[("constructed/model-a", "none")]
-    assert row["infra_errors"] == 1 and row["records"] == 15
-    assert row["trials"] == 3  # task 9 lost a trial, so Pass^k stops at k=3 like tau2's
+    assert row["infra_errors"] == 1 and row["records"] == 16 and row["excluded"] == 0
+    assert row["trials"] == 4  # tau2-bench's leaderboard convention: the infra trial is a failed trial
+    # tasks 5, 9, 12, 17 pass 4/4, 2/4 (task 9's infra trial failed), 1/4, 0/4
+    assert row["success"] == pytest.approx((1 + 2 / 4 + 0.25 + 0) / 4)
+    assert row["pass^2"] == pytest.approx((1 + 1 / 6 + 0 + 0) / 4)  # C(2,2)/C(4,2) for task 9
+
+
+def test_exclude_infra_is_the_non_default_view(mixed):
+    row = summarize(mixed, n_boot=100, exclude=("infra",)).set_index(["model", "strategy"]).loc[
+        ("constructed/model-a", "none")]
+    assert row["infra_errors"] == 1 and row["records"] == 15 and row["excluded"] == 1
+    assert row["trials"] == 3  # task 9 lost a trial, so Pass^k stops at k=3 like tau2's own compute_metrics
     assert pd.isna(row.get("pass^4"))
-    # tasks 5, 9, 12, 17 pass 4/4, 2/3 (task 9's infra trial dropped), 1/4, 0/4
     assert row["success"] == pytest.approx((1 + 2 / 3 + 0.25 + 0) / 4)
 
 
@@ -125,8 +135,12 @@ def test_paired_comparisons_cover_every_pair(mixed):
                                                          ("full", "core_retrieval")}
     full_none = a[(a["a"] == "full") & (a["b"] == "none")].iloc[0]
     assert full_none["test"] == "sign-flip" and full_none["few_tasks"]  # 4 trials -> per-task means
-    # full 4,3,2,1 of 4 vs none 4/4, 2/3, 1/4, 0/4 -> per-task differences 0, 1/12, 1/4, 1/4
-    assert full_none["diff_pts"] == pytest.approx(100 * (0 + 1 / 12 + 0.25 + 0.25) / 4)
+    # full 4,3,2,1 of 4 vs none 4/4, 2/4 (an infra trial = a failed one), 1/4, 0/4 -> differences 0, 1/4, 1/4, 1/4
+    assert full_none["diff_pts"] == pytest.approx(100 * (0 + 0.25 + 0.25 + 0.25) / 4) and full_none["pairs"] == 16
+    excluded = paired_comparisons(mixed, n_boot=100, exclude=("infra",))
+    row = excluded[(excluded["model"] == "constructed/model-a") & (excluded["a"] == "full") & (excluded["b"] == "none")]
+    # without task 9's infra trial (3), full is compared on the trials both have there: 3/3 vs 2/3, not 3/4 vs 2/3
+    assert row.iloc[0]["diff_pts"] == pytest.approx(100 * (0 + 1 / 3 + 0.25 + 0.25) / 4) and row.iloc[0]["pairs"] == 15
 
 
 def test_deltas_vs_none(mixed):

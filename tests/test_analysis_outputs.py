@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from analysis import fmt, ibm
 from analysis.load import load_records
@@ -49,13 +51,18 @@ def test_published_file_is_consistent_with_itself():
 
 def test_ibm_view_puts_measured_rows_beside_published(tmp_path):
     (tmp_path / "mine.yaml").write_text("analysis:\n  view: ibm_tau2\n  models:\n    '-': constructed/model-a\n")
-    summary = summarize(load_records([FIXTURES / "constructed_mixed"]), n_boot=200)
-    table = ibm.view("mine", summary, experiments_dir=tmp_path)
+    run = tmp_path / "constructed_mixed"
+    shutil.copytree(FIXTURES / "constructed_mixed", run)
+    records = load_records([run])
+    (run / "config.yaml").write_text(yaml.safe_dump({"jobs": {  # core_retrieval ran core only, as IBM's support≥3
+        job: {"identity": {"strategy": {"options": {"core_support": 3, "top_k": 0}}}} for job in set(records["job"])}}))
+    table = ibm.view("mine", summarize(records, n_boot=200), experiments_dir=tmp_path, records=records)
     retail = table[(table["benchmark"] == "tau2_retail") & (table["split"] == "test")
                    & (table["metric"] == "success")]
     assert list(retail["row"].str.split(" ").str[0]) == ["published", "measured"] * 3
     measured = retail[retail["row"].str.startswith("measured")]
-    assert measured["row"].iloc[0] == "measured (constructed_mixed, n=4, trials=3)"
+    # none's infra trial (task 9) is a failed trial (tau2-bench leaderboard convention): 4 trials everywhere
+    assert measured["row"].iloc[0] == "measured (constructed_mixed, n=4, trials=4)"
     assert measured["value"].iloc[1].startswith("56.2% [")  # support≥3 -> core_retrieval: 4,4,1,0 of 4
     assert measured["value"].iloc[2].startswith("62.5% [")  # full: 4,3,2,1 of 4
     assert (table[table["split"] == "base"]["row"].str.startswith("published")).all()  # we ran no base split
@@ -112,7 +119,8 @@ def test_notebook_executes(tmp_path, monkeypatch):
     from nbclient import NotebookClient
 
     nb = nbformat.read(ROOT / "analysis" / "notebooks" / "compare.ipynb", as_version=4)
-    monkeypatch.delenv("MEMDELIV_RUNS", raising=False)
+    fixtures = [FIXTURES / "oracle_retail", FIXTURES / "constructed_mixed"]  # not the checkout's runs/
+    monkeypatch.setenv("MEMDELIV_RUNS", os.pathsep.join(map(str, fixtures)))
     NotebookClient(nb, timeout=180, kernel_name="python3",
                    resources={"metadata": {"path": str(ROOT / "analysis" / "notebooks")}}).execute()
     text = "\n".join(str(o.get("data", {}).get("text/plain", "")) + str(o.get("text", ""))

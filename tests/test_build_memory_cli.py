@@ -39,6 +39,10 @@ def test_collect_extract_consolidate_offline(tmp_path):
     extracted, _ = strategies.load_memory(run / "memory.extracted.jsonl")
     merges = [json.loads(line) for line in (run / "memory.merges.jsonl").read_text().splitlines()]
     assert meta["kind"] == "scripted-demo" and "NOT learned" in meta["note"] and meta["split"] == "train"
+    learned = meta["learned_from"]  # provenance: checked against the tasks of every sweep that uses it
+    assert learned["benchmark"] == "tau2_retail" and learned["split"] == "train" and learned["ground_truth"] is False
+    assert learned["task_ids"] == sorted({r["task_id"] for r in records}, key=int)
+    assert learned["model"] == records[0]["model"] and learned["task_set"]["domain"] == "retail"
     # every extracted guideline either survived or is recorded as merged into a survivor
     survivors = {g.id for g in guidelines}
     assert len(extracted) == len(guidelines) + len(merges)

@@ -8,10 +8,16 @@ from conftest import run_cli
 
 
 @pytest.mark.parametrize("override, expected", [
-    ("model=no_such_model", "oracle"),            # unknown group choice lists the valid ones
-    ("benchmark=tau2_nowhere", "tau2_retail"),
-    ("strategy=bogus", "full"),
-    ("benchmark.limit=abc", "limit"),             # wrong type names the key
+    # an unknown group choice lists the valid ones, without Hydra's config search path
+    ("model=no_such_model", "model=no_such_model: no such choice; available: litellm, local, oracle, simulated"),
+    ("benchmark=tau2_nowhere", "benchmark=tau2_nowhere: no such choice; available: appworld, tau2_airline,"),
+    ("strategy=bogus", "strategy=bogus: no such choice; available: ace, ace_online, core_retrieval, full, none"),
+    ("+experiment=nope", "experiment=nope: no such choice; available: assembly,"),
+    # a wrong type names the key and what it takes (from the schema)
+    ("benchmark.limit=abc", "benchmark.limit=abc: expected an integer or null"),
+    ("progress=maybe", "progress=maybe: expected true or false"),
+    ("benchmark.nope=1", "benchmark.nope: no such key; valid keys here: name, domain, split, limit,"),
+    ("benchmark.limit=[1", "cannot parse 'benchmark.limit=[1'"),
     ("benchmark.trials=0", "trials"),
     ("benchmark.split=small", "train, test, base"),  # retail has no small split
     ("benchmark.placement=middle", "after_policy"),
@@ -22,6 +28,7 @@ def test_bad_config_exits_2_without_run_dir(override, expected, runs_dir):
     proc = run_cli("model=oracle", override, "run_name=bad", runs_dir=runs_dir)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert expected in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0, proc.stderr  # one line, no Traceback or search path
     assert not runs_dir.exists()
 
 

@@ -17,7 +17,7 @@ from analysis.metrics import scenario_completeness, sgc, summarize, tgc
 from analysis.table import main as table_main
 from analysis.tables import errors_cell, scenario_warnings
 from harness.errors import FailureTally, StrategyError, call_strategy, classify
-from harness.model_client import ContextOverflow, InfraError
+from harness.model_client import ContextOverflow, InfraError, RequestRejected
 from harness.runner import identity, run_job
 from strategies import EMPTY, StrategyBase
 
@@ -68,6 +68,8 @@ def test_classify_labels_each_kind():
     assert classify(ContextOverflow("m: context window exceeded"))[0] == "context_overflow"
     assert not isinstance(ContextOverflow("x"), InfraError)  # never excluded as infra
     assert classify(InfraError("provider down after 3 attempts"))[0] == "infra"
+    assert classify(RequestRejected("m: request rejected: content filter"))[0] == "request_rejected"
+    assert classify(StrategyError("ace", "update", RequestRejected("filtered")))[0] == "request_rejected"
     assert classify(ValueError("a bug in our code"))[0] == "harness"
     with pytest.raises(StrategyError) as caught:
         call_strategy(DeliverRaises(), "deliver", None, None)
@@ -148,18 +150,32 @@ def appworld_records(rows: list[tuple[str, bool, str | None]], strategy: str = "
                          for t, ok, err in rows])
 
 
-def test_sgc_leaves_out_a_scenario_with_an_infra_task_and_says_so():
-    df = appworld_records([
+def scenario_with_an_infra_task() -> pd.DataFrame:
+    return appworld_records([
         ("aaaaaaa_1", True, None), ("aaaaaaa_2", True, None), ("aaaaaaa_3", True, None),
-        ("bbbbbbb_1", True, None), ("bbbbbbb_2", True, None), ("bbbbbbb_3", False, "infra"),  # never "passed"
+        ("bbbbbbb_1", True, None), ("bbbbbbb_2", True, None), ("bbbbbbb_3", True, "infra"),  # never "passed"
         ("ccccccc_1", True, None), ("ccccccc_2", False, "context_overflow"), ("ccccccc_3", True, None)])
-    complete = scenario_completeness(df)
-    assert complete.to_dict() == {"aaaaaaa": True, "bbbbbbb": False, "ccccccc": True}
-    assert sgc(df) == pytest.approx(0.5)  # a passes, c fails (an overflow is a failure); b is not counted
-    assert tgc(df) == pytest.approx(7 / 8)  # the infra task is out of TGC, the overflow is in (failed)
+
+
+def test_an_infra_task_fails_its_scenario_by_default():
+    df = scenario_with_an_infra_task()  # tau2-bench's leaderboard convention: an infra trial is a failed trial
+    assert scenario_completeness(df).all()
+    assert sgc(df) == pytest.approx(1 / 3)  # a passes; b fails (its infra task); c fails (an overflow)
+    assert tgc(df) == pytest.approx(7 / 9)  # the infra task is a failed task, even if its record said success
     row = summarize(df, n_boot=20).iloc[0]
+    assert (row["scenarios"], row["scenarios_incomplete"], row["infra_errors"]) == (3, 0, 1)
+    assert scenario_warnings(summarize(df, n_boot=20)) == []
+
+
+def test_exclude_infra_leaves_out_a_scenario_with_an_infra_task_and_says_so():
+    df, out = scenario_with_an_infra_task(), ("infra",)
+    complete = scenario_completeness(df, out)
+    assert complete.to_dict() == {"aaaaaaa": True, "bbbbbbb": False, "ccccccc": True}
+    assert sgc(df, out) == pytest.approx(0.5)  # a passes, c fails (an overflow is a failure); b is not counted
+    assert tgc(df, out) == pytest.approx(7 / 8)  # the infra task is out of TGC, the overflow is in (failed)
+    row = summarize(df, n_boot=20, exclude=out).iloc[0]
     assert (row["scenarios"], row["scenarios_incomplete"], row["sgc"]) == (2, 1, pytest.approx(0.5))
-    assert "SGC over 2 complete scenarios; 1 incomplete" in scenario_warnings(summarize(df, n_boot=20))[0]
+    assert "SGC over 2 complete scenarios; 1 incomplete" in scenario_warnings(summarize(df, 20, out))[0]
 
 
 def test_sgc_warnings_name_the_assembly_setting_when_it_varies():
@@ -205,14 +221,21 @@ def test_table_counts_errors_per_cell_and_exclude_relabels_and_recomputes(tmp_pa
     path = tau2_records(tmp_path)
     assert table_main([path]) == 0
     out = capsys.readouterr().out
-    full = next(line for line in out.splitlines() if "| full" in line)
-    assert "ctx 1, infra 1" in full and "50.0%" in full  # the overflow is a failure: 1 of 2
+    full = next(line for line in out.splitlines() if line.split()[1:2] == ["full"])
+    assert "ctx 1, infra 1" in full and "33.3%" in full  # the overflow and the infra trial are failures: 1 of 3
+    assert out.splitlines()[0] == "Rates: infra errors counted as failures (tau2-bench leaderboard convention)"
     assert "non-default" not in out.lower()
     assert table_main([path, "--exclude", "context_overflow"]) == 0
     out = capsys.readouterr().out
-    full = next(line for line in out.splitlines() if "| full" in line)
-    assert "100.0%" in full and "ctx 1, infra 1" in full  # recomputed without it, still counted
-    assert "rates exclude infra, context_overflow (non-default)" in out and "NON-DEFAULT" in out
+    full = next(line for line in out.splitlines() if line.split()[1:2] == ["full"])
+    assert "50.0%" in full and "ctx 1, infra 1" in full  # recomputed without it, still counted
+    assert out.splitlines()[0] == ("Rates: infra errors counted as failures (tau2-bench leaderboard convention); "
+                                   "EXCLUDING context_overflow errors (non-default view)") and "NON-DEFAULT" in out
+    assert table_main([path, "--exclude", "infra"]) == 0
+    out = capsys.readouterr().out
+    full = next(line for line in out.splitlines() if line.split()[1:2] == ["full"])
+    assert "50.0%" in full and "ctx 1, infra 1" in full  # task 3's infra trial left out: 1 of 2
+    assert out.splitlines()[0] == "Rates: EXCLUDING infra errors (non-default view)"
     assert table_main([path, "--exclude", "context_overflw"]) == 2  # a typo is an error, not a silent no-op
 
 
@@ -226,7 +249,7 @@ def test_ibm_view_never_shows_another_rate_under_a_pass_k_label(tmp_path):
     (tmp_path / "mine.yaml").write_text("analysis:\n  view: ibm_tau2\n  models:\n    '-': m\n")
     rows = [{"run": "one", "benchmark": "tau2_retail", "split": "test", "model": "m", "strategy": s,
              "task_id": str(t), "trial": 0, "success": t % 2 == 0, "error": None, "prompt_tokens": 10,
-             "completion_tokens": 1} for s in ("none", "full", "core_retrieval") for t in range(4)]
+             "completion_tokens": 1} for s in ("none", "full") for t in range(4)]
     table = ibm.view("mine", summarize(pd.DataFrame(rows), n_boot=20), experiments_dir=tmp_path)
     measured = table[table["row"].str.startswith("measured")]
     pass4 = measured[measured["metric"] == "pass^4"]
@@ -331,5 +354,12 @@ def test_make_tables_exclude_is_labelled_in_the_files(tmp_path, capsys):
     assert tables_main([path, "--exclude", "context_overflow", "--no-plots", "--out", str(tmp_path / "a")]) == 0
     written = (tmp_path / "a" / "strategies.md").read_text()
     assert written.count("NON-DEFAULT: rates exclude context_overflow") == 1 and "ctx 1, infra 1" in written
+    assert written.startswith("Rates: infra errors counted as failures (tau2-bench leaderboard convention); "
+                              "EXCLUDING context_overflow errors (non-default view)\n")
     csv = pd.read_csv(tmp_path / "a" / "strategies.csv").set_index("strategy")
-    assert csv.loc["full", "success"] == 1.0 and csv.loc["full", "excluded"] == 2
+    assert csv.loc["full", "success"] == 0.5 and csv.loc["full", "excluded"] == 1  # the infra trial: a failure
+    assert tables_main([path, "--exclude", "infra", "--no-plots", "--out", str(tmp_path / "b")]) == 0
+    written = (tmp_path / "b" / "strategies.md").read_text()
+    assert written.startswith("Rates: EXCLUDING infra errors (non-default view)\n")
+    csv = pd.read_csv(tmp_path / "b" / "strategies.csv").set_index("strategy")
+    assert csv.loc["full", "success"] == 0.5 and csv.loc["full", "excluded"] == 1  # task 3 out, task 2 failed

@@ -1,5 +1,6 @@
 """Error labels: malformed output is an agent error; provider errors are retried, then recorded as infra errors;
-a context overflow, an unusable user-simulator reply and a crashing strategy are failures in the denominator."""
+a context overflow, a request the provider refuses, an unusable user-simulator reply and a crashing strategy are
+failures in the denominator; a bad key stops the job."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from litellm import CustomLLM, ModelResponse
 
 from conftest import compose, read_records
+from harness.model_client import ProviderUnusable
 from harness.runner import run_job
 from harness.scripted import register_provider, unregister_provider
 from harness.scripted.oracle import ScriptedOracle, install
@@ -35,6 +37,11 @@ class FaultyProvider(CustomLLM):
             raise litellm.InternalServerError(message="upstream exploded", model=model, llm_provider=PROVIDER)
         if model == "flaky" and n % 2 == 0:  # every other call is rate limited: the retry must absorb it
             raise litellm.RateLimitError(message="slow down", model=model, llm_provider=PROVIDER)
+        if model == "filtered":
+            raise litellm.ContentPolicyViolationError(message="blocked by the content filter", model=model,
+                                                      llm_provider=PROVIDER)
+        if model == "bad-key":
+            raise litellm.AuthenticationError(message="invalid api key", llm_provider=PROVIDER, model=model)
         if model == "overflow":
             raise litellm.ContextWindowExceededError(message="prompt is 9000 tokens, window 8192", model=model,
                                                      llm_provider=PROVIDER)
@@ -107,6 +114,24 @@ def test_context_overflow_is_a_failure_in_the_denominator(runs_dir):
     assert row["records"] == 2 and row["success"] == 0.0 and row["err_context_overflow"] == 2
     manifest = json.loads((runs_dir / "overflow" / "manifest.json").read_text())
     assert next(iter(manifest["jobs"].values()))["errors"] == {"context_overflow": 2}
+
+
+def test_content_filter_is_a_counted_rejection_never_retried(runs_dir, faulty_provider):
+    before = next(faulty_provider.calls)
+    summary, records = run_with("filtered", runs_dir, "filtered")
+    calls = next(faulty_provider.calls) - before - 1
+    assert summary["infra_errors"] == 0 and summary["errors"] == {"request_rejected": 2}
+    assert all(r["success"] is False and "content filter" in r["error_detail"] for r in records)
+    assert calls == 2  # one call per task: a refused request is not retried
+
+
+def test_bad_key_stops_the_job_and_records_nothing(runs_dir, faulty_provider):
+    before = next(faulty_provider.calls)
+    with pytest.raises(ProviderUnusable, match="refused the credentials"):
+        run_with("bad-key", runs_dir, "bad-key")
+    assert next(faulty_provider.calls) - before - 1 == 1  # the second task never called the provider
+    results = runs_dir / "bad-key" / "results.jsonl"
+    assert not results.exists() or not results.read_text().strip()
 
 
 def test_empty_user_simulator_reply_is_a_user_simulator_failure(runs_dir):

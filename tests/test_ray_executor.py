@@ -142,6 +142,22 @@ def test_a_worker_that_cannot_build_the_job_stops_it(local_ray, runs_dir, monkey
     assert not results.exists() or not results.read_text().strip()  # nothing recorded as if it had run
 
 
+def test_a_bad_key_seen_in_a_worker_stops_the_job(local_ray, runs_dir):
+    from fault_server import FaultServer, scripts_for
+    from harness.model_client import ProviderUnusable
+
+    with FaultServer(*scripts_for(compose("model=oracle", "benchmark.limit=2"))) as server:
+        server.default = "401"
+        cfg = compose("model=litellm", "model.name=openai/fault-agent", f"+model.kwargs.api_base={server.api_base}",
+                      "+model.kwargs.api_key=fault-test-cred", "executor=ray", "executor.num_cpus=2",
+                      "benchmark.limit=2", "progress=false", f"runs_dir={runs_dir}", "run_name=badkey")
+        with pytest.raises(ProviderUnusable, match="refused the credentials"):
+            run_job(cfg)
+        assert set(server.injected()) == {"401"}
+    results = runs_dir / "badkey" / "results.jsonl"
+    assert not results.exists() or not results.read_text().strip()  # no episode recorded as a failure
+
+
 def test_online_learner_stays_on_the_driver(capsys):
     cfg = compose("model=oracle", "strategy=ace_online", "executor=ray")
     assert executors.create(cfg, learns_online=True).name == "threads"

@@ -1,7 +1,8 @@
 """analysis.recommend and analysis.build_cost.
 
 `make recommend` on the SIMULATED world must pick what the planted profile implies: full for `strong`
-(memory helps and the gap to the others is large), none (or the core set) for `small` (a long block hurts).
+(memory helps and the gap to the others is large), never full for `small` (a long block hurts); where the
+planted gap is within the margin it may say "No decision yet". Calibration: tests/test_decision_calibration.py.
 Records come from harness.scripted.world.simulate_records (exactly what a real sweep writes for success, see
 tests/test_simulated_world.py); their token fields here are SYNTHETIC (8 steps x (3,000 + memory tokens)),
 only so that the cheaper strategy is the one with the smaller block, as in a real run.
@@ -38,19 +39,22 @@ def _records(artifact, profile: str, seed: int = 0, trials: int = 4) -> pd.DataF
 def test_strong_profile_recommends_full(artifact, seed):
     [rec] = recommend.recommend(_records(artifact, "strong", seed))
     assert rec.best == "full" and rec.choice == "full", rec.sentences
-    assert rec.candidates == ["full"]  # the others are significantly worse
+    assert rec.candidates == ["full"]  # the others are not shown to be within the margin
     text = "\n".join(rec.sentences)
     assert "Recommended: full" in text and "per 1,000 tasks" in text and "SIMULATED" in text
+    assert "none: not shown to be within 5 points" in text
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_small_profile_recommends_none_or_the_core_set(artifact, seed):
+def test_small_profile_never_recommends_full(artifact, seed):
     [rec] = recommend.recommend(_records(artifact, "small", seed))
-    assert rec.choice in ("none", "core") and "full" not in rec.candidates, rec.sentences
+    assert rec.choice in ("none", "core", None) and "full" not in rec.candidates, rec.sentences
     assert rec.per_task["none"] < rec.per_task["core"] < rec.per_task["full"]
-    if rec.choice != rec.best:  # the cheaper choice rests on a comparison this small run cannot resolve
+    if rec.choice is None:  # none vs the core set is too close for 40 x 4 to settle at 5 points: it says so
         assert rec.more_tasks and rec.more_tasks > 0
-        assert any(s.startswith("not enough evidence: ") and "more tasks" in s for s in rec.sentences)
+        assert any(s.startswith("No decision yet") for s in rec.sentences)
+    else:
+        assert any(s.startswith(f"{rec.choice}: non-inferior at margin 5") for s in rec.sentences)
 
 
 def test_pass_k_needs_enough_trials(artifact):
@@ -107,7 +111,7 @@ def test_build_cost_from_build_json_ace_history_and_online_history(tmp_path):
     assert out.loc["full", "build_tokens/task"] == 1
 
 
-def test_unpriced_runs_name_the_best_and_say_why(artifact):
-    [rec] = recommend.recommend(_records(artifact, "small"), by="cost")  # simulated records carry no cost
-    assert rec.choice == rec.best
+def test_unpriced_runs_name_the_best_qualifying_and_say_why(artifact):
+    [rec] = recommend.recommend(_records(artifact, "strong"), by="cost")  # simulated records carry no cost
+    assert rec.choice == "full"
     assert any("none can be ranked on price" in s for s in rec.sentences)

@@ -44,7 +44,8 @@ def test_artifact_plants_relevance_for_retrieval_and_full(artifact):
     core = [g for g in guidelines if g.support >= 3]
     assert core and all(g.id.startswith("sim-core-") for g in core)
     assert all(g.source_task_text for g in guidelines)
-    assert not any(t in g.source_task_ids for g in guidelines for t in helps[g.id])  # learned from train only
+    assert meta["learned_from"]["split"] == "train" and meta["learned_from"]["ground_truth"] is True
+    assert {t for g in guidelines for t in g.source_task_ids} <= set(meta["learned_from"]["task_ids"])
     w = world.load_world(artifact)
     assert w.relevant_ids("5", [g.id for g in guidelines]) and not w.relevant_ids("62", [g.id for g in guidelines])
 
@@ -146,7 +147,7 @@ def test_real_chain_outcome_is_the_planted_probability(real_sweep, artifact):
     outcomes = set()
     for r in records:
         drawn, reward_info = _drawn(r["_dir"], r)
-        delivered = r["delivered"][-1] if r["delivered"] else []
+        delivered = r["delivered"][0] if r["delivered"] else []  # the draw is made from the first step's prompt
         block = render_guidelines([by_id[i] for i in delivered])
         reading = world.read_lines(world.rendered_lines(block), w)
         assert drawn["p"] == pytest.approx(reading.p(prof, w, r["task_id"]), abs=1e-6), r["trajectory"]
@@ -209,6 +210,18 @@ def test_calibration_ci_covers_planted_delta_and_pass_k(artifact, profile):
     assert covered_pk >= 0.9 * checks_pk
     # and the world is IBM's shape: memory helps the strong profile, a long block hurts the small one
     assert (planted["full"] > planted["core"] > 0) if profile == "strong" else (planted["full"] < 0)
+
+
+def test_the_artifact_is_refused_on_its_own_train_tasks(artifact):
+    """The world's memory is learned from train: a sweep of the train tasks with it is in-sample and refused,
+    the test split (what the README sweeps) is not."""
+    from harness.run import ConfigError, check_job, compose_job
+
+    base = ["model=simulated", f"model.world={artifact}", "strategy=full", "benchmark=tau2_retail",
+            "benchmark.limit=3", f"memory={artifact}"]
+    with pytest.raises(ConfigError, match="learned from 3 of the tau2_retail tasks"):
+        check_job(compose_job([*base, "benchmark.split=train"]))
+    check_job(compose_job([*base, "benchmark.split=test"]))
 
 
 def test_config_errors_name_the_fix(artifact, tmp_path):

@@ -65,10 +65,12 @@ def test_plugin_package_is_found_through_its_entry_point(tmp_path, monkeypatch):
     dist = pkg / "my_plugin-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: my-plugin\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[memdeliv.strategies]\nfirst_two = my_plugin:FirstTwo\n")
+    (dist / "entry_points.txt").write_text("[memdeliv.strategies]\nfirst_k = my_plugin:FirstK\n")
     monkeypatch.syspath_prepend(str(pkg))
-    assert "first_two" in strategies.available()
-    plugin = strategies.create("first_two", StrategyContext(memory_path=str(SAMPLE_MEMORY)))
+    assert "first_k" in strategies.available()
+    plugin = strategies.create("first_k", StrategyContext(memory_path=str(SAMPLE_MEMORY)))
     delivery = plugin.deliver(TASK, StepView(index=0))
     assert delivery.ids == [g.id for g in strategies.load_memory(SAMPLE_MEMORY)[0][:2]]
+    plugin = strategies.create("first_k", StrategyContext(options={"k": 3}, memory_path=str(SAMPLE_MEMORY)))
+    assert len(plugin.deliver(TASK, StepView(index=0)).ids) == 3
     sys.modules.pop("my_plugin", None)

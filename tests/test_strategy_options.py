@@ -3,34 +3,96 @@
 
 from __future__ import annotations
 
+import os
+import textwrap
+
 import pytest
 
 import strategies
-from conftest import SAMPLE_MEMORY, run_cli
+from strategies import StrategyContext
+from conftest import REPO, SAMPLE_MEMORY, read_records, run_cli
 
 
-@pytest.mark.parametrize("strategy, override, expected", [
-    ("core_retrieval", "++strategy.options.top_k=abc", "option top_k='abc' must be an integer"),
-    ("core_retrieval", "++strategy.options.topk=3", "unknown option(s) ['topk']"),
-    ("ace", "++strategy.options.token_budget=-1", "token_budget must be >= 1"),
-    ("ace_online", "++strategy.options.json_mode=xml", "json_mode='xml'; valid: schema, object, none"),
+@pytest.mark.parametrize("sweep, override, expected", [
+    ("none,core_retrieval", "strategy.options.top_k=abc", "option top_k='abc' must be an integer"),
+    ("none,core_retrieval", "strategy.options.topk=3", "unknown option(s) ['topk']"),
+    ("none,ace", "strategy.options.token_budget=-1", "token_budget must be >= 1"),
+    ("none,ace_online", "strategy.options.json_mode=xml", "json_mode='xml'; valid: schema, object, none"),
+    # the same typo on every strategy: the one rule, with the known options named
+    ("full", "+strategy.options.nope=1", "strategy 'full': unknown option(s) ['nope']; known: ['budget_tokens']"),
+    ("full", "strategy.options.top_k=5", "strategy 'full': unknown option(s) ['top_k']"),
+    ("full", "strategy.options.budget_tokens=abc", "budget_tokens must be a positive integer or null"),
+    ("none", "strategy.options.nope=1", "strategy 'none': unknown option(s) ['nope']; it takes no options"),
+    ("ace", "strategy.options.nope=1", "strategy 'ace': unknown option(s) ['nope']"),
+    ("ace_online", "strategy.options.nope=1", "strategy 'ace_online': unknown option(s) ['nope']"),
+    ("none,full,core_retrieval", "strategy.options.nope=1", "unknown option(s) ['nope']"),
 ])
-def test_bad_strategy_option_exits_2_before_anything_is_written(strategy, override, expected, runs_dir):
-    proc = run_cli("model=oracle", f"strategy=none,{strategy}", override, f"memory={SAMPLE_MEMORY}",
+def test_bad_strategy_option_exits_2_before_anything_is_written(sweep, override, expected, runs_dir):
+    proc = run_cli("model=oracle", f"strategy={sweep}", override, f"memory={SAMPLE_MEMORY}",
                    "benchmark.limit=1", "run_name=bad", runs_dir=runs_dir, multirun=True)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "config error: strategy.options:" in proc.stderr and expected in proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0, proc.stderr  # one line, no traceback
     assert not runs_dir.exists()
+
+
+def test_an_option_one_strategy_of_the_sweep_takes_reaches_only_that_one():
+    sweep = ["none", "full", "core_retrieval"]
+    strategies.validate_options("full", {"top_k": 0}, sweep)  # meant for core_retrieval
+    strategies.validate_options("none", {"top_k": 0, "budget_tokens": 9}, sweep)
+    with pytest.raises(ValueError, match=r"'full': unknown option\(s\) \['top_k'\]"):
+        strategies.validate_options("full", {"top_k": 0}, ["none", "full"])  # no strategy of this sweep takes it
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['nope'\]"):
+        strategies.validate_options("full", {"top_k": 0, "nope": 1}, sweep)
+    built = strategies.create("full", StrategyContext(options={"top_k": 0, "budget_tokens": 50},
+                                                      memory_path=str(SAMPLE_MEMORY)))
+    assert built.options == {"budget_tokens": 50}  # the sweep's other options never reach it
 
 
 def test_validate_options_hook_accepts_the_shipped_defaults_and_checks_types():
     strategies.validate_options("core_retrieval", {"top_k": 0, "core_duplicate": 1, "embed_cache": None})
     strategies.validate_options("ace_online", {"dedup_threshold": None, "reflector_kwargs": {"temperature": 0}})
-    strategies.validate_options("none", {"top_k": 0})  # takes no options: one sweep may pass every strategy one
+    strategies.validate_options("none", {})
+    with pytest.raises(ValueError, match="takes no options"):
+        strategies.validate_options("none", {"top_k": 0})
     with pytest.raises(ValueError, match="rerank_each_step='yes' must be a boolean"):
         strategies.validate_options("core_retrieval", {"rerank_each_step": "yes"})
     with pytest.raises(ValueError, match="core_support"):
         strategies.validate_options("core_retrieval", {"core_support": 0})
     with pytest.raises(ValueError, match="curator_kwargs must be a mapping"):
         strategies.validate_options("ace_online", {"curator_kwargs": "t=0"})
+
+
+@pytest.fixture
+def readme_plugin(tmp_path):
+    """strategies/README.md's example, installed as a plugin package (entry point) on PYTHONPATH."""
+    site = tmp_path / "site"
+    (site / "my_plugin").mkdir(parents=True)
+    example = (REPO / "strategies" / "README.md").read_text().split("```python")[1].split("```")[0]
+    (site / "my_plugin" / "__init__.py").write_text(textwrap.dedent(example))
+    dist = site / "my_plugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: my-plugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[memdeliv.strategies]\nfirst_k = my_plugin:FirstK\n")
+    return {"PYTHONPATH": os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+
+def test_plugin_option_is_set_the_documented_way(readme_plugin, runs_dir):
+    """`strategy.options.k=3` (README, no `+`) on a plugin without a YAML file runs and reaches the plugin."""
+    proc = run_cli("model=oracle", "strategy=first_k", "strategy.options.k=3", f"memory={SAMPLE_MEMORY}",
+                   "benchmark.limit=1", "run_name=ok", runs_dir=runs_dir, env=readme_plugin)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (record,) = read_records(runs_dir / "ok")
+    assert record["strategy"] == "first_k" and {len(ids) for ids in record["delivered"]} == {3}
+
+
+@pytest.mark.parametrize("override, expected", [
+    ("strategy.options.kk=3", "strategy 'first_k': unknown option(s) ['kk']; known: ['k']"),  # from known_options
+    ("strategy.options.k=0", "first_k: option k must be a positive integer, got 0"),  # its own hook
+])
+def test_plugin_option_mistakes_exit_2(readme_plugin, override, expected, runs_dir):
+    proc = run_cli("model=oracle", "strategy=first_k", override, f"memory={SAMPLE_MEMORY}", "run_name=bad",
+                   runs_dir=runs_dir, env=readme_plugin)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert expected in proc.stderr and proc.stderr.strip().count("\n") == 0, proc.stderr
+    assert not runs_dir.exists()

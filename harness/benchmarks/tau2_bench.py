@@ -276,6 +276,10 @@ class Tau2Benchmark:
         self.judge_model = cfg.get("judge_model") or None
         self._drops: dict[str, Optional[int]] = {}  # task id -> oracle_script's `drop`, computed once
 
+    def needs_judge(self) -> bool:
+        """Whether a selected task is graded by NL assertions, so benchmark.judge_model will be called."""
+        return any(needs_nl_judge(t) for t in self.tasks())
+
     def validate(self) -> None:
         if self.domain not in SPLITS:
             raise ValueError(f"unknown tau2 domain {self.domain!r}; valid: {', '.join(SPLITS)}")

@@ -5,6 +5,12 @@ but each episode succeeds only with the probability harness/scripted/world.py co
 receives*: the memory bullets it can read there, and how many tokens they take. So placement, budgets,
 truncation and end_of_conversation all reach it, and the planted effect is known exactly.
 
+The draw is made ONCE per episode, from the prompt of the episode's first agent step, and kept for its later
+steps (keyed by the `episode` id harness/models.py puts in the metadata, with how many gold calls it has made:
+a history summarised by priority_drop would otherwise make it repeat them). A strategy that re-ranks every step
+(`rerank_each_step`) or an assembly that drops memory later in a long episode (`priority_drop`) therefore does
+not mix several p values into one outcome: the p in the tag is the one that decided the episode.
+
 A failed draw drops the task's last gold *write* whose omission changes tau2's DB check (the adapter finds it
 by replaying the gold actions; some gold writes fail and change nothing), so the DB check fails; a task without
 such a write drops the facts to communicate; a task with neither answers with an unparseable tool call (a
@@ -19,6 +25,9 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 import litellm
@@ -41,9 +50,13 @@ class SimulatedAgent(CustomLLM):
         if meta.get("role") == "user":
             message = {"role": "assistant", "content": oracle._user_turn(messages, script)}
         else:
+            if not meta.get("episode"):
+                raise litellm.exceptions.BadRequestError(
+                    message="simulated model needs an episode id in metadata (harness/models.py sets it)",
+                    model=model, llm_provider=PROVIDER)
             seed = (kwargs.get("optional_params") or {}).get("seed")
             message = agent_turn(messages, script, world.profile(meta.get("profile") or model.split("/")[-1]),
-                                 world.load_world(meta["world"]), seed)
+                                 world.load_world(meta["world"]), seed, episode=str(meta["episode"]))
         text = message.get("content") or json.dumps(message.get("tool_calls"))
         prompt = litellm.token_counter(model=world.TOKENIZER, messages=oracle._countable(messages))
         out = litellm.token_counter(model=world.TOKENIZER, text=text)
@@ -54,13 +67,56 @@ class SimulatedAgent(CustomLLM):
         )
 
 
-def agent_turn(messages: list[dict[str, Any]], script: dict[str, Any], prof: world.Profile, w: world.World,
-               seed: Any) -> dict[str, Any]:
-    task_id = str(script["task_id"])
+@dataclass(frozen=True)
+class EpisodeDraw:
+    """What decided one episode: read from its first agent step's prompt."""
+
+    p: float
+    u: float
+    relevant: int
+    memory_tokens: int
+
+    @property
+    def success(self) -> bool:
+        return self.u < self.p
+
+
+@dataclass
+class _Episode:
+    drawn: EpisodeDraw
+    calls_made: int = 0  # gold calls sent so far: a summarised history (priority_drop) no longer shows them all
+
+
+_episodes: OrderedDict[str, _Episode] = OrderedDict()
+_episodes_lock = threading.Lock()
+_MAX_EPISODES = 100_000  # bound on remembered episodes; far more than run concurrently in one process
+
+
+def _episode(messages: list[dict[str, Any]], task_id: str, prof: world.Profile, w: world.World, seed: Any,
+             episode: str | None) -> _Episode:
+    """The episode's state: its draw made from `messages` on its first call and kept for every later step.
+    episode None: every call is its own episode (direct use in tests)."""
+    if episode is not None:
+        with _episodes_lock:
+            if episode in _episodes:
+                return _episodes[episode]
     reading = world.read_prompt(messages, w)
-    p = reading.p(prof, w, task_id)
-    u = world.draw(task_id, seed, reading.key)
-    ok = u < p
+    state = _Episode(EpisodeDraw(reading.p(prof, w, task_id), world.draw(task_id, seed, reading.key),
+                                 len(w.relevant_ids(task_id, reading.delivered)), reading.memory_tokens))
+    if episode is not None:
+        with _episodes_lock:
+            state = _episodes.setdefault(episode, state)
+            while len(_episodes) > _MAX_EPISODES:
+                _episodes.popitem(last=False)
+    return state
+
+
+def agent_turn(messages: list[dict[str, Any]], script: dict[str, Any], prof: world.Profile, w: world.World,
+               seed: Any, episode: str | None = None) -> dict[str, Any]:
+    task_id = str(script["task_id"])
+    state = _episode(messages, task_id, prof, w, seed, episode)
+    drawn = state.drawn
+    p, u, ok = drawn.p, drawn.u, drawn.success
     calls = list(script.get("gold_calls", []))
     final = script.get("final_message", "").strip()
     writes = [i for i, c in enumerate(calls) if c.get("write")]
@@ -73,13 +129,15 @@ def agent_turn(messages: list[dict[str, Any]], script: dict[str, Any], prof: wor
             final = "Your request has been handled."
         else:
             broken = True
-    tag = (f"[simulated: p={p:.6f} u={u:.6f} relevant={len(w.relevant_ids(task_id, reading.delivered))} "
-           f"memory_tokens={reading.memory_tokens} outcome={'success' if ok else 'failure'}]")
-    done = sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
+    tag = (f"[simulated: p={p:.6f} u={u:.6f} relevant={drawn.relevant} "
+           f"memory_tokens={drawn.memory_tokens} outcome={'success' if ok else 'failure'}]")
+    shown = sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
+    done = max(shown, state.calls_made)
     if broken:  # nothing to leave out: the agent fails by answering with a tool call that does not parse
         return {"role": "assistant", "content": tag, "tool_calls": [{
             "id": f"call_{done}", "type": "function", "function": {"name": "think", "arguments": "{not json"}}]}
     if done < len(calls):
+        state.calls_made = done + 1
         return oracle.gold_call_message(calls[done], done)
     return {"role": "assistant", "content": f"{final} {tag} {oracle.DONE_MARKER}".strip()}
 

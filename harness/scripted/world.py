@@ -8,12 +8,16 @@ LiteLLM, lazily.
     p = base + lift x (relevant guidelines delivered) - rot x max(0, memory tokens - threshold) / 1000,
         clipped to [0, 1]
 
-* A guideline is *delivered* when a memory bullet line of a system message carries its exact text:
-  `- [id] text` (strategies.base.render_guidelines) or `[id] helpful=X harmful=Y :: text` (ACE). A bullet
-  cut short by a budget or truncation is not delivered (but its tokens still count).
+* A guideline is *delivered* when a memory bullet line of a system or user message carries its exact text
+  (memory may sit after the policy, in the first user message or at the end of the conversation; tool results
+  and the agent's own turns are not read): `- [id] text` (strategies.base.render_guidelines) or
+  `[id] helpful=X harmful=Y :: text` (ACE). A bullet cut short by a budget or truncation is not delivered (but
+  its tokens still count).
 * *Relevant* guidelines per task are planted in the artifact's `_meta.simulated.helps` ({guideline id: task ids}),
   written by harness/simulated_memory.py; relevance is keyed by text, so ACE's renamed ids still count.
-* *Memory tokens* = the gpt-4o token count of every memory bullet line in the system messages.
+* *Memory tokens* = the gpt-4o token count of every memory bullet line in the system and user messages.
+* One reading per episode: the simulated agent applies this to the prompt of the episode's FIRST agent step and
+  keeps that p and draw for the whole episode (harness/scripted/simulated.py).
 * The draw: u = sha256(task id | trial seed | what was read) in [0, 1); the episode succeeds iff u < p. The same
   prompt reading on the same task and trial seed always gives the same outcome; two strategies that deliver
   differently draw independently, as two different prompts to a real model would (no common random numbers,

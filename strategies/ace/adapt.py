@@ -15,12 +15,13 @@ from strategies.ace.deltas import MAX_CONTENT_CHARS, OPERATIONS, apply_operation
 from strategies.ace.llm import JsonLLM, RoleError
 from strategies.ace.playbook import SECTION_SETS, Playbook
 from strategies.ace.pruning import EmbeddingCache, deduplicate, enforce_budget
-from strategies.ace.roles import Reflection, cited_ids, curate, reflect
+from strategies.ace.roles import Reflection, cited_ids, curate, reflect, render_trajectory
 from strategies.base import Trajectory
 
 DEFAULT_TOKEN_BUDGET = 80_000  # the ACE reference's default (stated in its prompt; enforced only on request)
 DEFAULT_DEDUP_THRESHOLD = 0.90  # the reference's bulletpoint analyzer threshold (opt-in there too)
 DEFAULT_REFLECTION_ROUNDS = 3  # ace-agent/ace `max_num_rounds`
+EXTENDED_MAX_OPERATIONS = 10  # our cap per update in extended mode (the reference has none)
 MODES = ("paper", "extended")
 
 
@@ -40,9 +41,11 @@ class AceSettings:
     retry_without_ground_truth: bool = False  # re-run failed episodes even when labels are not allowed
     cite: bool = True  # ask the Generator to cite bullet ids (and read them back)
     max_trajectory_chars: int = 24_000
-    max_content_chars: int = MAX_CONTENT_CHARS
-    max_operations: int | None = 10
+    max_content_chars: int | None = None  # None = as the mode says (paper: no cap, as the reference; extended: 600)
+    max_operations: int | None = None  # Curator operations per update; None = as the mode says (paper: none; extended: 10)
     sections: str = "auto"  # generic (ace-agent/ace) | appworld (ace-appworld) | auto: appworld on AppWorld
+    role_max_retries: int = 3  # Reflector / Curator calls: transient provider errors retried as agent calls are
+    role_retry_backoff_s: float = 2.0  # first wait; doubles each retry
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -51,6 +54,8 @@ class AceSettings:
             raise ValueError(f"token_budget must be >= 1 or null, got {self.token_budget}")
         if self.dedup_threshold is not None and not 0.0 < self.dedup_threshold <= 1.0:
             raise ValueError(f"dedup_threshold must be in (0, 1] or null, got {self.dedup_threshold}")
+        if self.role_max_retries < 0 or self.role_retry_backoff_s < 0:
+            raise ValueError("role_max_retries and role_retry_backoff_s must be >= 0")
         if self.reflection_rounds < 0:
             raise ValueError(f"reflection_rounds must be >= 0, got {self.reflection_rounds}")
         if self.sections != "auto" and self.sections not in SECTION_SETS:
@@ -58,6 +63,20 @@ class AceSettings:
 
     def _on(self, value: bool | None) -> bool:
         return self.mode == "extended" if value is None else bool(value)
+
+    @property
+    def content_limit(self) -> int | None:
+        """Characters per bullet: the reference has no cap, so paper mode has none."""
+        if self.max_content_chars is not None:
+            return self.max_content_chars
+        return MAX_CONTENT_CHARS if self.mode == "extended" else None
+
+    @property
+    def operation_limit(self) -> int | None:
+        """Curator operations applied per update: the reference applies them all, so paper mode does."""
+        if self.max_operations is not None:
+            return self.max_operations
+        return EXTENDED_MAX_OPERATIONS if self.mode == "extended" else None
 
     @property
     def operations(self) -> tuple[str, ...]:
@@ -113,6 +132,7 @@ class UpdateReport:
     rounds: list[dict[str, Any]] = field(default_factory=list)  # one row per reflect -> re-run round
     final_success: bool | None = None  # after the rounds (= success when there were none)
     ground_truth_shown: bool = False  # whether the Reflector saw a gold solution
+    lost: bool = False  # a role call failed after its retries, so no Curator delta came from this episode
 
 
 # Re-runs the same task with this playbook and this reflection in the agent's context -> the new episode.
@@ -142,12 +162,13 @@ class Adapter:
             raise ValueError("de-duplication is on (dedup / mode=extended) but no embedder was given")
 
     def step(self, playbook: Playbook, trajectory: Trajectory, rerun: Rerun | None = None,
-             gold: str | None = None) -> tuple[Playbook, UpdateReport]:
+             gold: str | None = None, progress: tuple[int, int] | None = None) -> tuple[Playbook, UpdateReport]:
         """One ACE training step on a finished episode, as ace-agent/ace's `_train_single_sample`:
         a success is reflected on once (bullet tags); a failure, when `rerun` is given and the settings
         allow rounds, goes through up to `retry_rounds` of reflect -> counters -> re-run with the reflection,
         stopping at the first success; then the Curator runs once (curator_frequency 1) on the last
-        reflection. `gold` reaches the Reflector only with allow_ground_truth."""
+        reflection. `gold` reaches the Reflector only with allow_ground_truth; `progress` (sample i of N)
+        reaches the Curator, as in the reference. A role failure after its retries marks the update `lost`."""
         s = self.settings
         report = UpdateReport(task_id=trajectory.task.task_id, reward=trajectory.reward, success=trajectory.success)
         gold = gold if s.allow_ground_truth else None
@@ -158,6 +179,7 @@ class Adapter:
             reflected = self._reflect(playbook, trajectory, gold, report)
             if reflected is None:  # a failed Reflector call: curate on the last good reflection, if any
                 if reflection is None:
+                    report.lost = True
                     return self._finish(playbook, report, trajectory)
                 break
             reflection, playbook = reflected
@@ -174,14 +196,18 @@ class Adapter:
                 break
         try:
             tokens = self.count_tokens(playbook.render(s.cite))
+            sections = s.section_set(trajectory.task.benchmark)
+            # ace-appworld's Curator reads the whole conversation; ace-agent/ace's reads the question only
+            episode = render_trajectory(trajectory, s.max_trajectory_chars) if sections == "appworld" else None
             operations, usage = curate(self.curator, playbook, reflection, tokens=tokens, token_budget=s.token_budget,
                                        task=trajectory.task.description, operations=s.operations,
-                                       sections=s.section_set(trajectory.task.benchmark))
+                                       sections=sections, progress=progress, episode=episode)
         except RoleError as exc:
             report.errors.append(str(exc))
+            report.lost = True
             return self._finish(playbook, report, trajectory)
         _add_usage(report.usage, "curator", usage)
-        merge = apply_operations(playbook, operations, s.max_content_chars, s.max_operations, allowed=s.operations,
+        merge = apply_operations(playbook, operations, s.content_limit, s.operation_limit, allowed=s.operations,
                                  sections=s.section_set(trajectory.task.benchmark))
         report.deltas = merge.summary()
         return self._finish(merge.playbook, report, trajectory)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -23,6 +24,18 @@ class RoleError(RuntimeError):
     """The role's model failed or answered something that is not the JSON asked for."""
 
 
+# Transient provider trouble, retried with backoff as the harness retries agent calls
+# (harness/model_client.py: same classes, attempts and doubling wait); names, so litellm loads lazily.
+TRANSIENT = ("RateLimitError", "InternalServerError", "ServiceUnavailableError", "BadGatewayError",
+             "APIConnectionError", "Timeout")
+
+
+def _transient(exc: BaseException) -> bool:
+    import litellm
+
+    return isinstance(exc, tuple(getattr(litellm.exceptions, name) for name in TRANSIENT))
+
+
 @dataclass
 class JsonLLM:
     model: str
@@ -30,6 +43,8 @@ class JsonLLM:
     json_mode: str = "schema"  # schema: response_format json_schema; object: json_object; none: prompt only
     api_key_env: str | None = None  # read at call time, never stored
     completion: Callable[..., Any] | None = None
+    max_retries: int = 3  # as agent calls: a transient failure is tried again up to 3 times
+    retry_backoff_s: float = 2.0  # then 4 s, 8 s: doubling, as harness/model_client.py
 
     def __post_init__(self) -> None:
         if self.json_mode not in JSON_MODES:
@@ -55,17 +70,31 @@ class JsonLLM:
 
             call = litellm.completion
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        try:
-            response = call(model=self.model, messages=messages, **kwargs)
-        except Exception as exc:  # provider errors become one clear role error; the playbook is untouched
-            raise RoleError(f"{name}: call to {self.model} failed: {type(exc).__name__}: {_short(exc)}") from None
+        response, retries = self._call(call, name, messages, kwargs)
         text = _content(response)
         answer = parse_json(text, name)
         try:
             jsonschema.validate(answer, check or schema)
         except jsonschema.ValidationError as exc:
             raise RoleError(f"{name}: answer does not match its schema: {exc.message}") from None
-        return answer, _usage(response)
+        return answer, {**_usage(response), **({"retries": retries} if retries else {})}
+
+    def _call(self, call: Callable[..., Any], name: str, messages: list[dict[str, Any]],
+              kwargs: dict[str, Any]) -> tuple[Any, int]:
+        """-> (response, retries used). A provider error becomes one clear RoleError; the playbook is untouched."""
+        attempt = 0
+        while True:
+            try:
+                # max_retries=0: the SDK under LiteLLM would retry unseen; we retry (and count) here
+                return call(model=self.model, messages=messages, **{"max_retries": 0, **kwargs}), attempt
+            except Exception as exc:
+                if attempt < self.max_retries and _transient(exc):
+                    time.sleep(self.retry_backoff_s * (2 ** attempt))
+                    attempt += 1
+                    continue
+                tries = f" after {attempt + 1} attempts" if attempt else ""
+                raise RoleError(f"{name}: call to {self.model} failed{tries}: {type(exc).__name__}: "
+                                f"{_short(exc)}") from None
 
 
 def parse_json(text: str | None, name: str) -> dict[str, Any]:

@@ -63,7 +63,10 @@ ID_PATTERN = re.compile(r"^([a-z]+)-(\d{5,})$")
 CITE_EXAMPLE = "[str-00001]"
 HEADER = ("ACE playbook: lessons from earlier tasks. Each bullet reads [id] helpful=X harmful=Y :: advice, "
           "where X and Y count how often it helped or hurt.")
-CITE_LINE = f"When a bullet guides what you do, cite its id in your reply, e.g. {CITE_EXAMPLE}."
+# The reference's Generator returns the ids it used in a `bullet_ids` field; a benchmark agent's reply is text
+# or a tool call, so the field is one line of that text (read back by roles.cited_ids).
+CITE_LINE = ('When bullets guide a reply, end that reply with one line naming their ids, '
+             'e.g. bullet_ids: ["str-00001"]')
 
 
 def section_name(raw: str, allowed: tuple[str, ...] | None = None) -> str | None:

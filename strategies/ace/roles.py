@@ -18,6 +18,7 @@ from strategies.base import Trajectory
 
 TAGS = ("helpful", "harmful", "neutral")
 _ID_IN_TEXT = re.compile(r"\b([a-z]+-\d{5,})\b")
+_BULLET_IDS = re.compile(r"bullet_ids\W{0,4}\[([^\]]*)\]")  # the structured field: bullet_ids: ["id", ...]
 
 REFLECTOR_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -97,21 +98,34 @@ class Reflection:
     usage: dict[str, int] = field(default_factory=dict)
 
 
-def cited_ids(trajectory: Trajectory, playbook: Playbook) -> list[str]:
-    """Bullet ids the agent wrote in any of its own turns, in first-cited order, that exist in the playbook.
-    A turn that calls a tool may carry text too (τ²: `raw_content`, since tau2 keeps a message to text or
-    calls), so both places are read."""
-    seen: dict[str, None] = {}
+def cited_in_turns(trajectory: Trajectory, playbook: Playbook) -> list[list[str]]:
+    """Per assistant turn, the playbook's bullet ids it cited: the `bullet_ids: [...]` field first, then ids
+    written anywhere else in the turn. A turn that calls a tool may carry text too (τ²: `raw_content`, since
+    tau2 keeps a message to text or calls), so both places are read."""
+    turns = []
     for message in trajectory.messages:
         if message.get("role") != "assistant":
             continue
+        found: dict[str, None] = {}
         for text in (message.get("content"), message.get("raw_content")):
             if not isinstance(text, str):
                 continue
-            for bullet_id in _ID_IN_TEXT.findall(text):
+            fields = " ".join(_BULLET_IDS.findall(text))
+            for bullet_id in _ID_IN_TEXT.findall(fields) + _ID_IN_TEXT.findall(text):
                 if bullet_id in playbook:
-                    seen.setdefault(bullet_id, None)
-    return list(seen)
+                    found.setdefault(bullet_id, None)
+        turns.append(list(found))
+    return turns
+
+
+def cited_ids(trajectory: Trajectory, playbook: Playbook) -> list[str]:
+    """Bullet ids the agent cited in any of its own turns, in first-cited order, that exist in the playbook."""
+    return list(dict.fromkeys(i for turn in cited_in_turns(trajectory, playbook) for i in turn))
+
+
+def cited_steps(trajectory: Trajectory, playbook: Playbook) -> int:
+    """Agent turns that cited at least one bullet: 0 over a whole run means the counters can never move."""
+    return sum(bool(turn) for turn in cited_in_turns(trajectory, playbook))
 
 
 def render_trajectory(trajectory: Trajectory, max_chars: int) -> str:
@@ -162,15 +176,23 @@ def reflect(llm: JsonLLM, trajectory: Trajectory, playbook: Playbook, cited: lis
 
 def curate(llm: JsonLLM, playbook: Playbook, reflection: Reflection, *, tokens: int,
            token_budget: int | None, task: str, operations: tuple[str, ...] = OPERATIONS,
-           sections: str = "generic") -> tuple[list[Any], dict[str, int]]:
+           sections: str = "generic", progress: tuple[int, int] | None = None,
+           episode: str | None = None) -> tuple[list[Any], dict[str, int]]:
+    """The Curator sees what the reference's does: the playbook and its statistics, the size it should stay
+    within, how far training has gone, the task, the reflection, and (AppWorld) the whole conversation."""
     stats = {**playbook.stats(), "tokens": tokens, "token_budget": token_budget}
     summary = {"error_analysis": reflection.error_analysis, "key_insight": reflection.key_insight, **reflection.detail}
-    user = "\n\n".join([
-        f"Current playbook:\n{playbook.render(cite=False) or '(empty)'}",
-        f"Playbook statistics: {json.dumps(stats)}",
-        f"Task just attempted: {task}",
-        f"Reflection:\n{json.dumps(summary, ensure_ascii=False)}",
-    ])
+    size = (f"The whole playbook should stay within {token_budget} tokens; it is {tokens} tokens now."
+            if token_budget else f"The playbook is {tokens} tokens now; no size limit was set.")
+    parts = [f"Current playbook:\n{playbook.render(cite=False) or '(empty)'}",
+             f"Playbook statistics: {json.dumps(stats)}", size]
+    if progress is not None:
+        parts.append(f"Training progress: this is sample {progress[0]} of {progress[1]}.")
+    parts.append(f"Task just attempted: {task}")
+    if episode:
+        parts.append(f"The full conversation of that attempt (agent = assistant):\n{episode}")
+    parts.append(f"Reflection:\n{json.dumps(summary, ensure_ascii=False)}")
+    user = "\n\n".join(parts)
     answer, usage = llm.ask(curator_system(operations, sections), user, curator_schema(operations, sections),
                             "curator", check=_CURATOR_CHECK)
     return list(answer["operations"]), usage

@@ -1,0 +1,131 @@
+"""The commands the docs tell a user to type, extracted from README.md, docs/*.md and strategies/README.md.
+
+Code blocks (fenced or indented) and inline `code` spans; a line ending in a backslash continues; `a && b` is two
+commands; `# ...` is a comment. A command is a `make` line or a `python -m harness.run` line. The Makefile is read
+for its targets and the variables it uses, and `make -n` prints the exact harness.run line a make command runs.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "strategies" / "README.md"]
+_FENCE = re.compile(r"^```.*?$(.*?)^```", re.DOTALL | re.MULTILINE)
+_INLINE = re.compile(r"`([^`\n]+)`")
+_TARGET = re.compile(r"^([A-Za-z0-9_.\-]+(?:\s+[A-Za-z0-9_.\-]+)*)\s*:(?!=)", re.MULTILINE)
+_VAR_USE = re.compile(r"\$[({]([A-Za-z_][A-Za-z0-9_]*)")
+_HARNESS_RUN = re.compile(r"(?:^|\s)(?:\S*python3?)\s+-m\s+harness\.run\b")
+
+
+@dataclass(frozen=True)
+class DocCommand:
+    where: str  # file:line
+    argv: tuple[str, ...]
+
+    @property
+    def is_make(self) -> bool:
+        return self.argv[0] == "make"
+
+    def __str__(self) -> str:
+        return f"{self.where}: {' '.join(self.argv)}"
+
+
+def _code_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, text) of every code line: fenced and indented blocks, then inline spans of prose."""
+    out: list[tuple[int, str]] = []
+    fenced: set[int] = set()
+    for m in _FENCE.finditer(text):
+        first = text.count("\n", 0, m.start(1)) + 1
+        for i, line in enumerate(m.group(1).split("\n")):
+            out.append((first + i, line))
+            fenced.add(first + i)
+        fenced.add(first - 1)
+        fenced.add(first + m.group(1).count("\n"))
+    lines = text.split("\n")
+    for n, line in enumerate(lines, 1):
+        if n in fenced:
+            continue
+        if line.startswith("    ") and line.strip():
+            out.append((n, line))
+        else:
+            out += [(n, span) for span in _INLINE.findall(line)]
+    return out
+
+
+def _joined(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    pending: tuple[int, str] | None = None
+    for n, line in lines:
+        if pending is not None:
+            n, line = pending[0], pending[1] + " " + line.strip()
+        if line.rstrip().endswith("\\"):
+            pending = (n, line.rstrip()[:-1])
+            continue
+        pending = None
+        out.append((n, line))
+    return out
+
+
+def commands() -> list[DocCommand]:
+    found = []
+    for path in DOCS:
+        for n, line in _joined(_code_lines(path.read_text(encoding="utf-8"))):
+            line = re.sub(r"<[^<>]*>", lambda m: m.group(0).replace(" ", "_"), line)  # `<model or config>`
+            try:
+                words = shlex.split(line, comments=True)
+            except ValueError:  # an unbalanced quote in prose
+                continue
+            parts: list[list[str]] = [[]]
+            for w in words:
+                if w in ("&&", ";", "||"):
+                    parts.append([])
+                else:
+                    parts[-1].append(w)
+            for part in parts:
+                part = [w.strip("[]") for w in part if w]  # `[MODEL=...]`: an optional argument
+                if part and part[0] == "make" and len(part) > 1:
+                    found.append(DocCommand(f"{path.relative_to(REPO)}:{n}", tuple(part)))
+                elif _HARNESS_RUN.search(" ".join(part)):
+                    at = part.index("harness.run")
+                    found.append(DocCommand(f"{path.relative_to(REPO)}:{n}", ("harness.run", *part[at + 1:])))
+    return found
+
+
+def makefile() -> tuple[set[str], set[str]]:
+    """(targets, variables the Makefile uses) of the repository's Makefile."""
+    text = (REPO / "Makefile").read_text(encoding="utf-8")
+    targets = {t for m in _TARGET.finditer(text) for t in m.group(1).split() if not t.startswith(".")}
+    return targets, set(_VAR_USE.findall(text))
+
+
+def make_split(cmd: DocCommand) -> tuple[list[str], dict[str, str]]:
+    """(targets, VAR=value assignments) of a make command."""
+    targets, assigned = [], {}
+    for word in cmd.argv[1:]:
+        if "=" in word:
+            key, value = word.split("=", 1)
+            assigned[key] = value
+        elif not word.startswith("-") and word not in ELIDED:
+            targets += word.split("|")  # `make table|tables|report`: any of them
+    return targets, assigned
+
+
+ELIDED = ("...", "…")  # "and the rest of your command": `make ... POOL=1`, `harness.run -m ... executor=ray`
+
+
+def harness_run_argv(cmd: DocCommand, cwd: Path) -> list[str]:
+    """The harness.run arguments `make -n` shows for a make command (nothing is run; `setup` is not remade)."""
+    args = [a for a in cmd.argv[1:] if a not in ELIDED]
+    proc = subprocess.run(["make", "-n", "--no-print-directory", "-o", "setup", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, f"{cmd}: make -n failed: {proc.stderr.strip()}"
+    for line in proc.stdout.splitlines():
+        if _HARNESS_RUN.search(line):
+            words = shlex.split(line)
+            return words[words.index("harness.run") + 1:]
+    raise AssertionError(f"{cmd}: `make -n` shows no harness.run line:\n{proc.stdout}")

@@ -1,0 +1,50 @@
+"""The end-of-sweep table fits a terminal: a real 4-strategy oracle sweep prints <= 160 columns by default,
+and `--wide` still shows every column."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import REPO, SAMPLE_MEMORY, run_cli
+
+from analysis.table import WIDTH
+
+
+def test_sweep_table_fits_160_columns_and_wide_keeps_everything(tmp_path):
+    runs_dir = tmp_path / "runs"
+    proc = run_cli("model=oracle", "strategy=none,full,core_retrieval,ace", "benchmark=tau2_retail",
+                   "benchmark.limit=2", "benchmark.trials=2", f"memory={SAMPLE_MEMORY}", "run_name=narrow",
+                   runs_dir=runs_dir, multirun=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    def table(*extra: str) -> str:
+        out = subprocess.run([sys.executable, "-m", "analysis.table", str(runs_dir / "narrow"), *extra], cwd=REPO,
+                             capture_output=True, text=True, check=True)
+        return out.stdout
+
+    narrow, wide = table(), table("--wide")
+    assert WIDTH == 160 and max(len(line) for line in narrow.splitlines()) <= WIDTH, narrow
+    for column in ("strategy", "tasks×k", "errors", "success", "pass^k", "Δ vs none", "tokens", "memory", "cost"):
+        assert column in narrow
+    rows = [line.split() for line in narrow.splitlines() if line.startswith("memdeliv-scripted/oracle")]
+    assert [r[1] for r in rows] == ["none", "full", "core_retrieval", "ace"]
+    assert "2×2" in narrow and "^2 " in narrow
+    assert max(len(line) for line in wide.splitlines()) > WIDTH
+    for column in ("prompt/task", "cached/task", "completion/task", "build (one-off)", "pass^2", "steps/task"):
+        assert column in wide and column not in narrow
+
+
+def test_a_locally_served_model_is_not_labelled_as_openai(tmp_path):
+    import json
+
+    from analysis.load import load_records
+
+    rows = [{"run": "r", "job": f"b/test/openai/smollm2-135m-instruct.q4_1/{s}", "benchmark": "b", "split": "test",
+             "model": "openai/smollm2-135m-instruct.q4_1", "strategy": s, "task_id": "1", "trial": 0,
+             "success": False, "error": None, **extra}
+            for s, extra in (("none", {"model_server": "local llama.cpp"}), ("full", {}))]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    models = load_records([tmp_path]).set_index("strategy")["model"]
+    assert models["none"] == "smollm2-135m-instruct.q4_1 (local llama.cpp)"
+    assert models["full"] == "openai/smollm2-135m-instruct.q4_1"  # no marker: a real provider route stays as is
