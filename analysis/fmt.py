@@ -79,3 +79,16 @@ def simulated_banner(models) -> str:
         return ""
     return (f"SIMULATED WORLD ({', '.join(sim)}): a scripted agent with planted success probabilities, not a "
             f"language model; its numbers check the measuring chain (docs/simulated-world.md).")
+
+
+def plain(df: pd.DataFrame) -> str:
+    """A table for a terminal: columns two spaces apart, no pipes or padding (each costs columns)."""
+    if not len(df):
+        return "(no rows)"
+    header, rows = [str(c) for c in df.columns], df.astype(str).values.tolist()
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import textwrap
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -302,11 +303,17 @@ def main(argv: list[str] | None = None) -> int:
         print("memdeliv power: give pilot run directories (RUNS=) or --profile strong|small (PROFILE=)",
               file=sys.stderr)
         return 2
-    print(display(table).to_markdown(index=False, disable_numparse=True))
-    print(f"\nPaired over tasks, two-sided α = {stats.ALPHA}, power {POWER:.0%}. MDΔ = the smallest difference "
-          f"vs none these tasks x trials detect; tasks@T = tasks needed to detect Δ = {args.delta:g} points at T "
-          f"trials per task. `underpowered`: the observed |Δ| is below the MDΔ (not enough evidence either way). "
-          f"agreement = share of tasks whose trials all agree.")
+    shown = display(table)
+    same = [c for c in ("benchmark", "split", "assembly") if c in shown and shown[c].nunique() <= 1]
+    if same:  # said once above the table: the table fits a terminal
+        print(", ".join(f"{c}: {shown[c].iloc[0] or '-'}" for c in same))
+    print(fmt.plain(shown.drop(columns=same)))
+    print("\n" + textwrap.fill(
+        f"Paired over tasks, two-sided α = {stats.ALPHA}, power {POWER:.0%}. MDΔ = the smallest difference vs none "
+        f"rerunning these tasks x trials detects ('{fmt.TOO_FEW}' when a handful of tasks cannot); tasks@T = NEW "
+        f"tasks needed to detect Δ = {args.delta:g} points at T trials per task (the between-task spread counts). "
+        f"`underpowered`: the observed |Δ| is below the MDΔ (not enough evidence either way). agreement = share of "
+        f"tasks whose trials all agree.", 160))
     return 0
 
 

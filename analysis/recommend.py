@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import textwrap
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -242,8 +243,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if banner := fmt.simulated_banner(records["model"].dropna()):
         print(banner + "\n")
-    for rec in recs:
-        print("\n".join(rec.sentences) + "\n")
+    for rec in recs:  # one sentence a paragraph, wrapped for a terminal
+        print("\n".join(textwrap.fill(line, 110, subsequent_indent="  ") for line in rec.sentences) + "\n")
     return 0
 
 

@@ -17,7 +17,8 @@ from analysis.fmt import simulated_banner
 from analysis.load import add_pool_option, load_records
 from analysis.metrics import infra_imbalance, summarize
 from analysis.power import flag_underpowered
-from analysis.tables import (COMPACT_NOTE, compact_display, exclusions, markdown, notes, plain, scenario_warnings,
+from analysis.fmt import plain
+from analysis.tables import (COMPACT_NOTE, compact_display, exclusions, markdown, notes, scenario_warnings,
                              strategies_display, view_line)
 
 WIDTH = 160  # a terminal's width for the default view (`--wide` lifts it)

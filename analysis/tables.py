@@ -183,19 +183,6 @@ COMPACT_NOTE = ("tasks×k = tasks × trials per task; pass^k at the highest k ru
                 "memory's share of the prompt) and cost are per task; `--wide` (WIDE=1) shows every column.")
 
 
-def plain(df: pd.DataFrame) -> str:
-    """A table for a terminal: columns two spaces apart, no pipes or padding (each costs columns)."""
-    if not len(df):
-        return "(no rows)"
-    header, rows = [str(c) for c in df.columns], df.astype(str).values.tolist()
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
-
-    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
-
-
 def errors_cell(r: pd.Series) -> str:
     """'ctx 3, agent 1, infra 2': records per error label in this cell ('-' when none failed with an error)."""
     counts = [(c[4:], r[c]) for c in r.index if c.startswith("err_") and not fmt.missing(r[c]) and r[c]]

@@ -23,7 +23,7 @@ def test_experiment_sweep_runs_with_command_line_winning(runs_dir):
                    runs_dir=runs_dir, multirun=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     df = load_records([runs_dir / "exp"])
-    assert set(df["strategy"]) == {"none", "full"} and set(df["benchmark"]) == {"tau2_retail"}
+    assert set(df["strategy"]) == {"none", "full [unknown provenance]"} and set(df["benchmark"]) == {"tau2_retail"}
     assert len(df) == 2 * 2 * 2 and set(df["trial"]) == {0, 1}  # trials=2 from the command line beat the 4
     jobs = yaml.safe_load((runs_dir / "exp" / "config.yaml").read_text())["jobs"]
     assert all(j["config"]["benchmark"]["agent"] == "react" for j in jobs.values())  # the experiment's sweep

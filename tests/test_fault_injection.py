@@ -91,7 +91,11 @@ def test_injected_faults_are_retried_counted_and_resumed(runs_dir, cred):
     rest = load_records([runs_dir / "clean"])
     rest = rest[rest.apply(lambda r: (r["task_id"], r["trial"]) in good, axis=1)]
     faulty = load_records([runs_dir / "faults"], dedupe=False).iloc[:TASKS]
-    assert pass_hat_ks(valid(faulty)) == pass_hat_ks(rest)
+    assert pass_hat_ks(valid(faulty, exclude=("infra",))) == pass_hat_ks(rest)  # the labelled --exclude infra view
+    # the default (tau2-bench leaderboard convention): the infra episode is a failed trial of its task
+    failed = load_records([runs_dir / "clean"])
+    lost = (failed["task_id"] == bad[0]["task_id"]) & (failed["trial"] == bad[0]["trial"])
+    assert pass_hat_ks(valid(faulty)) == pass_hat_ks(failed.assign(success=failed["success"] & ~lost))
     print(f"\nfault injection: injected={n_injected} retried={job['retried']} recovered={job['recovered']} "
           f"infra={job['infra_errors']} lost=0")
 

@@ -4,7 +4,8 @@ needs no API key and no local model server (the simulated world, the oracle, rec
 The commands are read from README.md itself, so an edit there is what gets tested. Each RUN= name gets a
 unique suffix so a run left in runs/ by hand is never resumed (which would skip every episode); the run
 directories are removed afterwards. Beyond exit status, the test checks what the README promises the reader:
-the planted effect shows (strong: full beats none; small: full loses to none) and recommend names a strategy.
+the planted effect shows (strong: full beats none; small: full loses to none) and recommend's decision matches the
+planted truth (full, or "No decision yet"; never a strategy the world plants below the margin).
 """
 
 from __future__ import annotations
@@ -81,7 +82,9 @@ def test_readme_quickstart_runs_offline_and_shows_the_planted_effect():
         assert rates["sim-small", "full"] < rates["sim-small", "none"]
         assert rates["oracle-demo", "none"] == 1.0
         advice = next(out for cmd, out in outputs.items() if cmd.startswith("make recommend"))
-        assert "SIMULATED" in advice and re.search(r"\b(none|full|core_retrieval|ace)\b", advice)
+        # the planted truth at margin 5: full is 14 points above core_retrieval and 31 above none
+        assert "SIMULATED" in advice and ("Recommended: full" in advice or "No decision yet" in advice), advice
+        assert not re.search(r"Recommended: (none|core_retrieval)\b", advice)
     finally:
         for name in renamed.values():
             shutil.rmtree(REPO / "runs" / name, ignore_errors=True)
