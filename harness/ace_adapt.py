@@ -171,6 +171,20 @@ def _artifacts(run_dir: Path) -> Path:
     return found[0].parent
 
 
+def refuse_scripted_roles(base: list[str], args: argparse.Namespace) -> None:
+    """A scripted agent (the oracle, the simulated world) only replays gold actions: as the Reflector or Curator
+    every call would fail and the run would end with an empty playbook. Say so before anything is written."""
+    from harness.scripted import oracle, world
+
+    scripted = (oracle.PROVIDER + "/", world.PROVIDER + "/")
+    run_model = str(compose_job([*base, "benchmark.split=train"]).model.name)
+    for role, chosen in (("Reflector", args.reflector_model), ("Curator", args.curator_model or args.reflector_model)):
+        model = run_model if chosen is None else chosen
+        if model.startswith(scripted):
+            raise ConfigError(f"{model} cannot play ACE's {role} (a scripted agent replays gold actions and writes no "
+                              f"lessons): REFLECTOR=SCRIPTED for keyless template roles, or REFLECTOR=<a LiteLLM model>")
+
+
 def adapt(args: argparse.Namespace) -> dict[str, Any]:
     from harness.runner import job_key, run_job
 
@@ -183,6 +197,7 @@ def adapt(args: argparse.Namespace) -> dict[str, Any]:
             raise ConfigError(f"{o}: ACE adaptation learns from the train split only (ground truth is never "
                               "taken from another split)")
     train_ids, val_ids, _ = split_tasks(base, args.train, args.val)
+    refuse_scripted_roles(base, args)
     common = [*base, "benchmark.split=train", "benchmark.limit=null", f"runs_dir={root}"]
     options = online_options(args)
     current = args.init

@@ -129,3 +129,12 @@ def test_cited_bullet_ids_are_read_from_the_structured_field():
         {"role": "assistant", "content": None, "raw_content": f"bullet_ids: ['{first.id}']"}),
         reward=0.0, success=False)
     assert cited_ids(episode, pb) == [second.id, first.id] and cited_steps(episode, pb) == 2
+
+
+def test_the_oracle_as_reflector_is_refused_before_anything_is_written(tmp_path, capsys):
+    # `make ace MODEL=oracle TRAIN=1 VAL=1`: the scripted oracle cannot reflect; one line, exit 2, no run directory
+    assert ace_adapt.main(["model=oracle", "benchmark=tau2_retail", "--train", "1", "--val", "1", "--runs-dir",
+                           str(tmp_path), "--run", "oracle"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "cannot play ACE's Reflector" in err and "REFLECTOR=SCRIPTED" in err
+    assert not (tmp_path / "oracle").exists()
