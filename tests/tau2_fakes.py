@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import textwrap
 from pathlib import Path
 from typing import Any, Callable
 
@@ -44,9 +45,11 @@ class RecordingOracle(ScriptedOracle):
     """The scripted oracle, keeping every request: (role, messages, tools offered). On a ReAct THINK call
     (no tools offered to a tool-calling agent) it answers with a numbered reasoning text."""
 
-    def __init__(self) -> None:
+    def __init__(self, speak_reason: bool = False) -> None:
         super().__init__()
         self.calls: list[dict[str, Any]] = []
+        self.speak_reason = speak_reason  # the user's first turn states its scenario's reason for calling
+
 
     def completion(self, model: str, messages: list[dict[str, Any]], *args: Any, **kwargs: Any) -> ModelResponse:
         meta = (kwargs.get("litellm_params") or {}).get("metadata") or {}
@@ -57,11 +60,18 @@ class RecordingOracle(ScriptedOracle):
             text = f"REASONING-{len(self.calls)}"
             return ModelResponse(model=model, choices=[{"message": {"role": "assistant", "content": text}}],
                                  usage={"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10})
+        if meta.get("role") == "user" and self.speak_reason and not any(m["role"] == "assistant" for m in messages):
+            # as a user simulator does: it says why it calls (its brief's "Reason for call"), nothing else of it
+            brief = next(m["content"] for m in messages if m["role"] == "system")
+            said = re.search(r"Reason for call:\s*\n(.*?)\n\s*(?:Known info|Unknown info|Task instructions):", brief, re.S)
+            reason = " ".join(textwrap.dedent(said.group(1)).split())
+            return ModelResponse(model=model, choices=[{"message": {"role": "assistant", "content": reason}}],
+                                 usage={"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10})
         return super().completion(model, messages, *args, **kwargs)
 
 
-def install_recording() -> RecordingOracle:
-    return register_provider(RECORDING, RecordingOracle())
+def install_recording(speak_reason: bool = False) -> RecordingOracle:
+    return register_provider(RECORDING, RecordingOracle(speak_reason))
 
 
 class ScriptedJudge(CustomLLM):

@@ -20,6 +20,7 @@ from strategies.extraction import extraction_messages
 from tau2_fakes import RECORDING, install_recording, make_data_dir
 
 MARKER = "ZQX-HIDDEN-7741"
+SPOKEN = "ZQX-SPOKEN-5521"  # in the reason for calling, which the user says aloud: the positive control
 TASK = "2"  # an airline test task
 
 
@@ -61,9 +62,10 @@ def plant(tasks: list[dict]) -> list[dict]:
     for t in tasks:
         if t["id"] == TASK:
             instr = t["user_scenario"]["instructions"]
-            instr["reason_for_call"] = f"{instr['reason_for_call']} {MARKER}"
+            instr["reason_for_call"] = f"{instr['reason_for_call']} {SPOKEN}"
             instr["known_info"] = f"{instr.get('known_info') or ''} {MARKER}-known"
             instr["unknown_info"] = f"{instr.get('unknown_info') or ''} {MARKER}-unknown"
+            instr["task_instructions"] = f"{instr.get('task_instructions') or ''} {MARKER}-instructions"
     return tasks
 
 
@@ -75,7 +77,7 @@ def memory() -> tuple[Guideline, ...]:
 
 def test_hidden_scenario_never_reaches_strategy_prompt_or_record(tmp_path):
     data = make_data_dir(tmp_path / "data", "airline", plant)
-    recorder = install_recording()
+    recorder = install_recording(speak_reason=True)
     embedder = CountingEmbedder()
     probe = Probe(options={"top_k": 1, "embed_cache": None}, guidelines=memory(), embedder=embedder)
     strategies.register("leak_probe", lambda ctx: probe)
@@ -90,6 +92,8 @@ def test_hidden_scenario_never_reaches_strategy_prompt_or_record(tmp_path):
     agent_prompts = [json.dumps(c["messages"]) for c in recorder.calls if c["role"] == "agent"]
     assert agent_prompts and any(MARKER in p for p in user_prompts)  # planted: the simulator does get it
     assert not any(MARKER in p for p in agent_prompts)
+    # what the user said does reach the agent and retrieval, so the hidden marker's absence is no accident
+    assert all(SPOKEN in p for p in agent_prompts) and all(SPOKEN in q for q in probe.queries)
     assert probe.seen and not any(MARKER in s for s in probe.seen)  # deliver() inputs and the learned trajectory
     assert not any(MARKER in t for t in embedder.texts)
     for name in ("results.jsonl", "config.yaml", "manifest.json"):
