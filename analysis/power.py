@@ -17,7 +17,7 @@ A pair whose observed |Δ| is below its MDΔ is `underpowered`: its CI is too wi
 Per strategy it also reports the task-level variance of success and the between-trial agreement (share of
 tasks whose trials all agree).
 
-`--profile` takes the variances from the SIMULATED world instead of a pilot (harness/scripted/world.py: the
+`--profile` takes the variances from the SIMULATED world instead of a pilot (strategies/simulated_world.py: the
 planted p per task; two different deliveries draw independently, so Var(D) = p_a(1 - p_a) + p_b(1 - p_b)),
 for none, full and core (the guidelines with support >= 3) on the artifact's first LIMIT tasks.
 """
@@ -221,7 +221,7 @@ def simulated_variance(p_a: dict[str, float], p_b: dict[str, float], trials: int
 
 def simulated_ps(profile: str, artifact: str, limit: int) -> dict[str, dict[str, float]]:
     """strategy (none, full, core) -> task id -> planted p, for the artifact's first `limit` tasks."""
-    from harness.scripted import world
+    from strategies import simulated_world as world
     from strategies import load_memory, render_guidelines
 
     prof, w = world.profile(profile), world.load_world(artifact)  # WorldError before anything else
@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         print("memdeliv power: --delta must be > 0 (points)", file=sys.stderr)
         return 2
     if args.profile:
-        from harness.scripted.world import WorldError
+        from strategies.simulated_world import WorldError
 
         try:
             table = simulated_table(args.profile, args.world, args.limit, args.trials, args.delta)

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from conftest import compose  # noqa: E402  (the same config composition the CLI uses)
 from harness.benchmarks.tau2_bench import Tau2Benchmark  # noqa: E402
+from harness.run import compose_job  # noqa: E402  (the config composition the CLI uses)
 from harness.runner import run_job  # noqa: E402
 from harness.scripted.oracle import install  # noqa: E402
 
@@ -45,7 +43,7 @@ def tau2_replay(n: int, bench: Tau2Benchmark, domain: str) -> float:
 
 
 def ours(runs: Path, name: str, *overrides: str) -> float:
-    cfg = compose("model=oracle", "progress=false", f"runs_dir={runs}", f"run_name={name}", *overrides)
+    cfg = compose_job(["model=oracle", "progress=false", f"runs_dir={runs}", f"run_name={name}", *overrides])
     started = time.perf_counter()
     summary = run_job(cfg)
     assert summary["infra_errors"] == 0
@@ -62,7 +60,7 @@ def main() -> None:
     args = parser.parse_args()
     install()
     runs = Path(tempfile.mkdtemp(prefix="memdeliv-bench-"))
-    cfg = compose("model=oracle", f"benchmark.limit={args.tasks}")
+    cfg = compose_job(["model=oracle", f"benchmark.limit={args.tasks}"])
     bench = Tau2Benchmark(cfg.benchmark)
     tasks = bench.tasks()
     tau2_replay(1, bench, "retail")  # warm both paths once

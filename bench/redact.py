@@ -21,7 +21,8 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # this checkout's harness, not whichever one is installed
+sys.path[:0] = [str(ROOT)]  # this checkout's harness, not whichever one is installed
+SAMPLE_MEMORY = ROOT / "strategies" / "samples" / "tau2_sample.jsonl"
 
 from harness.store import redact, redact_text  # noqa: E402
 
@@ -52,13 +53,12 @@ def old_redact_text(text: str) -> str:
 
 
 def make_run() -> Path:
-    from conftest import SAMPLE_MEMORY, compose
-
+    from harness.run import compose_job
     from harness.runner import run_job
 
     runs = Path(tempfile.mkdtemp(prefix="memdeliv-redact-"))
-    cfg = compose("model=oracle", "strategy=full", f"memory={SAMPLE_MEMORY}", "benchmark.limit=10",
-                  "progress=false", f"runs_dir={runs}", "run_name=r")
+    cfg = compose_job(["model=oracle", "strategy=full", f"memory={SAMPLE_MEMORY}", "benchmark.limit=10",
+                       "progress=false", f"runs_dir={runs}", "run_name=r"])
     return Path(run_job(cfg)["run_dir"])
 
 

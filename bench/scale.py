@@ -22,11 +22,10 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from conftest import compose  # noqa: E402  (the same config composition the CLI uses)
 from harness import executors  # noqa: E402
 from harness.benchmarks.tau2_bench import Tau2Benchmark  # noqa: E402
+from harness.run import compose_job  # noqa: E402  (the config composition the CLI uses)
 from harness.runner import run_job  # noqa: E402
 from harness.scripted.oracle import install  # noqa: E402
 
@@ -37,7 +36,7 @@ def load() -> str:
 
 
 def timed(runs: Path, name: str, *overrides: str) -> float:
-    cfg = compose("model=oracle", "progress=false", f"runs_dir={runs}", f"run_name={name}", *overrides)
+    cfg = compose_job(["model=oracle", "progress=false", f"runs_dir={runs}", f"run_name={name}", *overrides])
     started = time.perf_counter()
     summary = run_job(cfg)
     assert summary["infra_errors"] == 0 and summary["ran"] > 0, summary
@@ -53,7 +52,7 @@ def threads_figure(args, runs: Path, task_id: str) -> None:
           f"concurrency 1 -> {one:.1f}s, 8 -> {eight:.1f}s, speed-up {one / eight:.2f}x (target >= 6.8x)", flush=True)
     if args.ray_latency:  # the same sweep with 8 episodes in flight as Ray tasks: their CPU spreads over processes
         ray_args = ["executor=ray", "executor.num_cpus=2", "executor.cpus_per_episode=0.25"]
-        executors.ray_up(compose(*ray_args).executor)
+        executors.ray_up(compose_job(ray_args).executor)
         try:
             timed(runs, "warm8", *ray_args, "benchmark.limit=8")
             ray8 = timed(runs, "r8", *ray_args, *same)
@@ -65,7 +64,7 @@ def threads_figure(args, runs: Path, task_id: str) -> None:
 
 def ray_figure(args, runs: Path) -> None:
     ray_args = ["executor=ray", "executor.num_cpus=2"]
-    executors.ray_up(compose("executor=ray", "executor.num_cpus=2").executor)
+    executors.ray_up(compose_job(["executor=ray", "executor.num_cpus=2"]).executor)
     try:
         timed(runs, "warm", *ray_args, "benchmark.limit=4")  # both workers import tau2 and build a job once
         same = [f"benchmark.limit={args.tasks}"]
@@ -88,7 +87,7 @@ def main() -> None:
     args = parser.parse_args()
     install()
     runs = Path(tempfile.mkdtemp(prefix="memdeliv-scale-"))
-    task_id = Tau2Benchmark(compose("model=oracle").benchmark).tasks()[0].id
+    task_id = Tau2Benchmark(compose_job(["model=oracle"]).benchmark).tasks()[0].id
     timed(runs, "warm-threads", "benchmark.limit=1", "concurrency=1")  # imports and caches, off the clock
     print(f"before: {load()}", flush=True)
     if args.only != "ray":

@@ -34,7 +34,8 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig
 
 import strategies
-from harness.config import register_plugin_strategies, register_schemas
+from harness import benchmarks
+from harness.config import register_plugin_benchmarks, register_plugin_strategies, register_schemas
 from harness.model_client import ProviderUnusable
 from harness.run import CONFIG_DIR, ConfigError, check_job
 from harness.retries import read_retries
@@ -112,6 +113,7 @@ def compose_job(overrides: list[str]) -> DictConfig:
     """Compose and check one job exactly as `harness.run` does (bad config -> ConfigError)."""
     register_schemas()
     register_plugin_strategies(strategies.available(), CONFIG_DIR)
+    register_plugin_benchmarks(benchmarks.available(), CONFIG_DIR)
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
         try:
@@ -174,7 +176,8 @@ def _artifacts(run_dir: Path) -> Path:
 def refuse_scripted_roles(base: list[str], args: argparse.Namespace) -> None:
     """A scripted agent (the oracle, the simulated world) only replays gold actions: as the Reflector or Curator
     every call would fail and the run would end with an empty playbook. Say so before anything is written."""
-    from harness.scripted import oracle, world
+    from harness.scripted import oracle
+    from strategies import simulated_world as world
 
     scripted = (oracle.PROVIDER + "/", world.PROVIDER + "/")
     run_model = str(compose_job([*base, "benchmark.split=train"]).model.name)

@@ -40,6 +40,7 @@ from harness.provenance import learned_from
 from harness.scripted import reflector
 from harness.store import RunStore, latest_per_episode, now_iso
 from strategies import Trajectory, save_memory
+from strategies.atomic import write_text_atomic
 from strategies.consolidation import consolidate
 from strategies.consolidation_altk import consolidate_altk
 from strategies.embeddings import make_embedder
@@ -93,7 +94,7 @@ def load_trajectories(run_dir: Path) -> tuple[list[tuple[str, Trajectory]], dict
     trials = Counter(r["task_id"] for r in records)
     config = {**config, "learned_from": learned_from(config["benchmark"]["name"], TRAIN, trials,
                                                      config["model"]["name"], False,
-                                                     getattr(bench, "task_set", None))}
+                                                     bench.task_set)}
     out, notes = [], []
     for r in sorted(records, key=lambda r: (_order(r["task_id"]), r["trial"])):
         if r.get("error") == "infra" or not r.get("trajectory"):  # other failures are lessons: kept
@@ -101,7 +102,10 @@ def load_trajectories(run_dir: Path) -> tuple[list[tuple[str, Trajectory]], dict
             notes.append(f"task {r['task_id']} trial {r['trial']}: {why}, not used")
             continue
         key = str(r["task_id"]) if trials[r["task_id"]] == 1 else f"{r['task_id']}-t{r['trial']}"
-        out.append((key, bench.load_trajectory(run_dir / r["trajectory"], r)))
+        trajectory = bench.load_trajectory(run_dir / r["trajectory"], r)
+        if trajectory is None:  # BenchmarkBase's default: this adapter does not read its trajectories back
+            raise BuildError(f"benchmark {bench.name!r} cannot read its trajectories back (no load_trajectory)")
+        out.append((key, trajectory))
     return out, config, notes
 
 
@@ -189,9 +193,7 @@ def _beside(path: Path, kind: str) -> Path:
 
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
 def main(argv: list[str] | None = None) -> int:

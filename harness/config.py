@@ -26,7 +26,7 @@ class ModelConfig:
     gguf: Optional[str] = None  # a GGUF file to serve locally (harness/local_server.py); "bundled" = SmolLM2-135M
     n_ctx: int = 8192  # context size of the local server
     server_args: Dict[str, Any] = field(default_factory=dict)  # more llama_cpp.server flags, e.g. n_gpu_layers
-    profile: Optional[str] = None  # model=simulated only: strong | small (harness/scripted/world.py)
+    profile: Optional[str] = None  # model=simulated only: strong | small (strategies/simulated_world.py)
     world: Optional[str] = None  # model=simulated only: the artifact of `make simulated-memory`
     context_window: Optional[int] = None  # prompt + reply tokens; None = n_ctx (local) or LiteLLM's model info
     prompt_caching: bool = True  # mark the stable prefix with cache_control where the provider needs it (Anthropic)
@@ -48,7 +48,7 @@ class StrategyConfig:
 
 @dataclass
 class BenchmarkConfig:
-    name: str = MISSING  # tau2_retail | tau2_airline | tau2_telecom | appworld
+    name: str = MISSING  # tau2_retail | tau2_airline | tau2_telecom | appworld | a plugin's (memdeliv.benchmarks)
     domain: str = MISSING
     split: str = "test"
     limit: Optional[int] = None
@@ -115,6 +115,21 @@ def _gguf_alias(value: str) -> str:
 
 # model/local.yaml names the served model after its GGUF file: name: openai/${gguf_alias:${.gguf}}
 OmegaConf.register_new_resolver("gguf_alias", _gguf_alias, replace=True)
+
+
+def register_plugin_benchmarks(names: List[str], config_dir: str) -> None:
+    """Entry-point benchmarks without a YAML file of their own become `benchmark=` choices too, placed where
+    their adapter says by default (harness/benchmarks/registry.py)."""
+    from pathlib import Path
+
+    from harness.benchmarks import adapter_class
+
+    cs = ConfigStore.instance()
+    have = {p.stem for p in (Path(config_dir) / "benchmark").glob("*.yaml")}
+    for name in names:
+        if name not in have:
+            node = BenchmarkConfig(name=name, domain=name, placement=adapter_class(name).default_placement)
+            cs.store(group="benchmark", name=name, node=node)
 
 
 def register_plugin_strategies(names: List[str], config_dir: str) -> None:

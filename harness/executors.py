@@ -254,9 +254,8 @@ def _episode_in_worker(job: RayJob, task_blob: bytes, trial: int) -> tuple[dict[
 def _build_in_worker(job: RayJob) -> Any:
     """The strategy, benchmark and model of a job, built once per worker process from the driver's config."""
     _, previous = _context.pop("job", (None, None))
-    close = getattr(getattr(previous, "bench", None), "close", None)  # e.g. AppWorld engines of the last job
-    if close is not None:
-        close()
+    if previous is not None:  # e.g. AppWorld engines of the last job
+        previous.bench.close()
     try:
         from harness import benchmarks
         from harness.ledger import MemoryTokenCounter

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from harness.store import RunStore, RunStoreError, now_iso
+from strategies.atomic import write_text_atomic
 
 
 class JobLocked(RunStoreError):
@@ -74,9 +75,7 @@ def job_lock(store: RunStore, job_key: str, slug: str) -> Iterator[dict[str, Any
                                 f"{previous.get('host')}, since {previous.get('started')}); wait for it, or use "
                                 "another RUN= name")
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(me))
-        tmp.replace(path)
+        write_text_atomic(path, json.dumps(me))
     try:
         yield previous or None
     finally:

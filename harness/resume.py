@@ -26,14 +26,15 @@ def reapply_online_updates(strategy: Any, bench: Any, store: Any, records: Itera
     from harness.retries import shown
 
     applied_of = getattr(strategy, "applied_episodes", None)
-    loader = getattr(bench, "load_trajectory", None)
-    if applied_of is None or loader is None:
+    if applied_of is None:
         return 0
     applied = set(applied_of())
     pending = [r for r in records if r.get("error") != "infra" and r.get("trajectory")
                and episode_key(r["task_id"], r["trial"]) not in applied]
     for record in pending:  # file order: the order the updates were due
-        trajectory = loader(store.root / record["trajectory"], record)
+        trajectory = bench.load_trajectory(store.root / record["trajectory"], record)
+        if trajectory is None:  # a benchmark that cannot read its trajectories back (BenchmarkBase's default)
+            return 0
         episode = replace(trajectory, episode=episode_key(record["task_id"], record["trial"]))
         strategy.update(shown(episode, ground_truth))
     if pending:

@@ -40,8 +40,7 @@ def learner(strategy: Any, bench: Any, run_attempt: Callable[[Any, int, int], di
     solution reach the strategy only with `ground_truth` (the config check allows that on train only)."""
     if getattr(strategy, "learn", None) is None:
         return lambda trajectory, task, trial: call_strategy(strategy, "update", shown(trajectory, ground_truth)) and {}
-    on_train = str(getattr(getattr(bench, "cfg", None), "split", "train")) == "train"
-    gold_solution = getattr(bench, "gold_solution", None) if on_train and ground_truth else None
+    gold_allowed = ground_truth and str(bench.cfg.split) == "train"
 
     def run(trajectory: Any, task: Any, trial: int) -> dict[str, Any]:
         attempts = itertools.count(1)
@@ -52,7 +51,7 @@ def learner(strategy: Any, bench: Any, run_attempt: Callable[[Any, int, int], di
             append_retry(store, record)
             return None if again is None or record.get("error") == "infra" else shown(again, ground_truth)
 
-        gold = (lambda: gold_solution(task)) if gold_solution is not None else None
+        gold = (lambda: bench.gold_solution(task)) if gold_allowed else None
         facts = call_strategy(strategy, "learn", shown(trajectory, ground_truth), rerun, gold, samples)
         return facts if isinstance(facts, dict) else {}
 

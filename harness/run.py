@@ -28,8 +28,9 @@ from omegaconf import DictConfig, OmegaConf
 
 import strategies
 from harness.assembly import ANSWER_MODES, CONTEXT_POLICIES
-from harness import provenance, secrets
-from harness.config import PLACEMENTS, TOOL_MODES, job_memory, register_plugin_strategies, register_schemas
+from harness import benchmarks, provenance, secrets
+from harness.config import (TOOL_MODES, job_memory, register_plugin_benchmarks, register_plugin_strategies,
+                             register_schemas)
 
 CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "configs")
 _OVERRIDE = re.compile(r"^(\+{0,2})([\w.\-]+)=(.+)$")
@@ -91,7 +92,7 @@ def with_config_sweeps(overrides: list[str]) -> list[str]:
 def check_job(cfg: DictConfig, sweep: list[str] | None = None) -> None:
     """Semantic checks Hydra's type validation cannot do; all before anything is written. `sweep`: the
     strategies of the whole sweep (their options are not typos for this job's strategy)."""
-    from harness import benchmarks, executors
+    from harness import executors
 
     try:
         executors.check_options(cfg.executor)
@@ -105,9 +106,8 @@ def check_job(cfg: DictConfig, sweep: list[str] | None = None) -> None:
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"strategy.options: {exc}") from None
     bench = benchmarks.create(cfg.benchmark)
-    placements = getattr(bench, "placements", PLACEMENTS)
-    if cfg.benchmark.placement not in placements:
-        raise ConfigError(f"benchmark.placement={cfg.benchmark.placement!r}; valid: {', '.join(placements)}")
+    if cfg.benchmark.placement not in bench.placements:
+        raise ConfigError(f"benchmark.placement={cfg.benchmark.placement!r}; valid: {', '.join(bench.placements)}")
     for key, valid in (("context_policy", CONTEXT_POLICIES), ("answer_mode", ANSWER_MODES)):
         if cfg.benchmark[key] not in valid:
             raise ConfigError(f"benchmark.{key}={cfg.benchmark[key]!r}; valid: {', '.join(valid)}")
@@ -140,7 +140,7 @@ def check_job(cfg: DictConfig, sweep: list[str] | None = None) -> None:
         except LocalServerError as exc:
             raise ConfigError(f"model.gguf: {exc}") from None
     if cfg.model.name.startswith("memdeliv-simulated/"):
-        from harness.scripted import world
+        from strategies import simulated_world as world
 
         try:
             world.profile(cfg.model.profile or "")
@@ -152,7 +152,7 @@ def check_job(cfg: DictConfig, sweep: list[str] | None = None) -> None:
     from harness.credentials import ModelCheckError, check_models
 
     try:  # every model of the job (agent, user simulator, judge): routable, and its key in the environment
-        check_models(cfg, judge_used=bool(getattr(bench, "needs_judge", lambda: False)()))
+        check_models(cfg, judge_used=bench.needs_judge())
     except ModelCheckError as exc:
         raise ConfigError(str(exc)) from None
 
@@ -183,6 +183,7 @@ def compose_job(overrides: list[str]) -> DictConfig:
     """One job's config exactly as the CLI composes it (for scripts and tests that call run_job)."""
     register_schemas()
     register_plugin_strategies(strategies.available(), CONFIG_DIR)
+    register_plugin_benchmarks(benchmarks.available(), CONFIG_DIR)
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
@@ -254,6 +255,7 @@ def checked_command(argv: list[str]) -> tuple[list[str], list[str]]:
     overrides = protect_secrets([a for a in argv if not a.startswith("-")])
     register_schemas()
     register_plugin_strategies(strategies.available(), CONFIG_DIR)
+    register_plugin_benchmarks(benchmarks.available(), CONFIG_DIR)
     if not any(o.split("=", 1)[0].lstrip("+") == "run_name" for o in overrides):
         overrides.append(f"run_name={datetime.now().strftime('%Y%m%d-%H%M%S')}")
     if not any(f in flags for f in ("--help", "-h", "--hydra-help", "--info", "-i", "--cfg", "-c")):

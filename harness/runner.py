@@ -84,7 +84,7 @@ def build_strategy(cfg: Any, model: ModelSpec, artifacts_dir: Path | None, bench
     # what an online learner writes as its playbook's learned_from (it adds the tasks it learned from)
     source = {"benchmark": cfg.benchmark.name, "split": cfg.benchmark.split, "model": model.name,
               "ground_truth": strategies.uses_ground_truth(cfg.strategy.name, options),
-              "task_set": getattr(bench, "task_set", None)}
+              "task_set": bench.task_set if bench is not None else None}
     return strategies.create(cfg.strategy.name, strategies.StrategyContext(
         options=options, memory_path=job_memory(cfg), artifacts_dir=artifacts_dir, model=model.name,
         model_kwargs={**OmegaConf.to_container(cfg.model.kwargs), **model.served_kwargs()}, learned_from=source))
@@ -144,7 +144,7 @@ def _run_job(cfg: Any, bench: Any, model: ModelSpec, store: RunStore) -> dict[st
     key = job_key(cfg)
     slug = _slug(key.replace("/", "__"))
     strategy = build_strategy(cfg, model, store.root / "memory" / slug, bench)
-    extra = getattr(bench, "identity_extra", dict)()  # e.g. τ²: the task set of a data dir, the judge
+    extra = bench.identity_extra()  # e.g. τ²: the task set of a data dir, the judge
     store.open_job(key, OmegaConf.to_container(cfg, resolve=True), {**identity(cfg), **extra})
     if model.simulated:
         store.note(f"{model.name} is SIMULATED: a scripted agent with planted success probabilities "
@@ -152,7 +152,7 @@ def _run_job(cfg: Any, bench: Any, model: ModelSpec, store: RunStore) -> dict[st
 
     tasks = bench.tasks()
     by_id = {str(task.id): task for task in tasks}
-    warn_cut_scenarios(store, key, getattr(bench, "cut_scenarios", lambda _: [])(tasks))
+    warn_cut_scenarios(store, key, bench.cut_scenarios(tasks))
     retry_infra = bool(cfg.get("retry_infra", True))
     latest, dropped = store.latest(key)
     done = settled(latest, retry_infra)
@@ -205,16 +205,14 @@ def _run_job(cfg: Any, bench: Any, model: ModelSpec, store: RunStore) -> dict[st
                 bar.update(1)
     finally:
         bar.close()
-        close = getattr(bench, "close", None)  # e.g. AppWorld's engine workers: never left running
-        if close is not None:
-            close()
+        bench.close()  # e.g. AppWorld's engine workers: never left running
     note_unreported_cache(store, key, model.name, local=bool(model.api_base))
     totals = store.job_totals(key)  # over every launch of the job (a resume adds to them)
     store.close_job(key, tasks=len(tasks), trials=cfg.benchmark.trials, ran=len(todo), skipped=len(done),
                     infra_rerun=len(attempts), **{**tally.facts(), **totals}, executor=pool.name,
                     **({"updates_lost": sum(bool(r.get("update_lost")) for r in store.records() if r["job"] == key)}
                        if online else {}),  # an online update lost after its retries: counted, not only in history
-                    wall_s=round(time.perf_counter() - began, 3), **getattr(bench, "manifest_facts", dict)())
+                    wall_s=round(time.perf_counter() - began, 3), **bench.manifest_facts())
     tally.warn(key)
     return {"job": key, "run_dir": str(store.root), "ran": len(todo), "skipped": len(done),
             "infra_errors": tally.errors.get(INFRA, 0), "errors": dict(tally.errors), "retried": totals["retried"],

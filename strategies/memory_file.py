@@ -17,13 +17,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterable
 
+from strategies.artifact_rows import MemoryFileError, read_rows  # MemoryFileError: still importable from here
+from strategies.atomic import write_text_atomic
 from strategies.base import CATEGORIES, Guideline
 
 _FIELDS = {f for f in Guideline.__dataclass_fields__}
-
-
-class MemoryFileError(ValueError):
-    pass
 
 
 def task_ids_sha256(task_ids: Iterable[Any]) -> str:
@@ -37,36 +35,6 @@ def learned_from(benchmark: str, split: str, task_ids: Iterable[Any], model: str
     ids = sorted({str(t) for t in task_ids}, key=lambda t: (not t.isdigit(), int(t) if t.isdigit() else 0, t))
     return {"benchmark": benchmark, "split": split, "task_ids": ids, "task_ids_sha256": task_ids_sha256(ids),
             "task_set": task_set, "model": model, "ground_truth": bool(ground_truth), **extra}
-
-
-def read_rows(path: Path, fields: set[str],
-              what: str = "guideline") -> tuple[list[tuple[str, dict[str, Any]]], dict[str, Any]]:
-    """([(file:line, row), ...], merged `_meta`) of a JSONL artifact, every line checked for JSON, object
-    shape, known fields and a unique id. Shared by every artifact kind of the family."""
-    rows: list[tuple[str, dict[str, Any]]] = []
-    meta: dict[str, Any] = {}
-    seen: set[str] = set()
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise MemoryFileError(f"{where}: not JSON ({exc.msg})") from None
-        if not isinstance(row, dict):
-            raise MemoryFileError(f"{where}: expected a JSON object")
-        if "_meta" in row:
-            meta.update(row["_meta"])
-            continue
-        unknown = set(row) - fields
-        if unknown:
-            raise MemoryFileError(f"{where}: unknown field(s) {sorted(unknown)}; allowed {sorted(fields)}")
-        if row.get("id") in seen:
-            raise MemoryFileError(f"{where}: duplicate {what} id {row['id']!r}")
-        seen.add(row.get("id"))
-        rows.append((where, row))
-    return rows, meta
 
 
 def load_memory(path: str | Path) -> tuple[list[Guideline], dict[str, Any]]:
@@ -93,16 +61,23 @@ def load_memory(path: str | Path) -> tuple[list[Guideline], dict[str, Any]]:
     return guidelines, meta
 
 
+def read_playbook_or_guidelines(path: str | Path) -> tuple[Any, dict[str, Any]]:
+    """An ACE playbook as is; a plain guideline artifact converted to bullets (counters zero)."""
+    from strategies.ace.playbook import KIND, Playbook, artifact_kind, load_playbook
+
+    if artifact_kind(path) == KIND:
+        return load_playbook(path)
+    guidelines, meta = load_memory(path)
+    return Playbook.from_guidelines(guidelines), {**meta, "converted_from": str(path)}
+
+
 def save_memory(path: str | Path, guidelines: Iterable[Guideline], meta: dict[str, Any] | None = None) -> None:
     """Write atomically (temp file + rename) so a crash never leaves half an artifact."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        if meta:
-            fh.write(json.dumps({"_meta": meta}) + "\n")
-        for g in guidelines:
-            row = asdict(g)
-            row["source_task_ids"] = list(g.source_task_ids)
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    tmp.replace(path)
+    lines = [json.dumps({"_meta": meta}) + "\n"] if meta else []
+    for g in guidelines:
+        row = asdict(g)
+        row["source_task_ids"] = list(g.source_task_ids)
+        lines.append(json.dumps(row, ensure_ascii=False) + "\n")
+    write_text_atomic(path, "".join(lines))

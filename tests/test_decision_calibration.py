@@ -8,7 +8,7 @@ import pytest
 from known_truth import draw
 
 from analysis import recommend
-from harness.scripted import world
+from strategies import simulated_world as world
 from strategies import load_memory, render_guidelines
 
 SEEDS = range(20)

@@ -27,7 +27,7 @@ from conftest import read_records
 from tau2.data_model.simulation import Results
 
 from analysis.metrics import paired_comparisons, summarize
-from harness.scripted import world
+from strategies import simulated_world as world
 from harness.scripted.simulated import agent_turn, parse_tag
 from strategies import load_memory, render_guidelines
 

@@ -28,11 +28,13 @@ from typing import Any, Optional
 
 from harness.assembly import options_for
 from harness.benchmarks.appworld_agent import PLACEMENTS, ReActCodeAgent, StepRecord, build_messages
+from harness.benchmarks.protocol import BenchmarkBase
 from harness.benchmarks.appworld_pool import WORKER_SCRIPT, EngineError, WorkerError, WorkerPool
 from harness.ledger import Ledger, MemoryTokenCounter
 from harness.errors import INFRA, classify
 from harness.store import redact_text
 from strategies import EMPTY, Strategy, TaskView, Trajectory
+from strategies.atomic import write_text_atomic
 
 REPO = Path(__file__).resolve().parents[2]
 VENV = REPO / ".venv-appworld"
@@ -122,10 +124,11 @@ def scenario_of(task_id: str) -> str:
     return task_id.split(":")[0].split("_")[0]
 
 
-class AppWorldBenchmark:
-    """One AppWorld split, as the runner sees it."""
+class AppWorldBenchmark(BenchmarkBase):
+    """One AppWorld split, as the runner sees it (the Benchmark protocol)."""
 
     placements = PLACEMENTS
+    default_placement = "first_user_message"  # ACE's AppWorld layout: the playbook in the first user message
 
     def __init__(self, cfg: Any):
         self.cfg = cfg
@@ -283,9 +286,7 @@ class AppWorldBenchmark:
                          for s, e in zip(steps, [e for e in ledger.agent_steps if e.phase == "act"])],
                "evaluation": evaluation, "error": error, "error_detail": detail}
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(redact_text(json.dumps(doc, indent=1)), encoding="utf-8")
-        tmp.replace(path)
+        write_text_atomic(path, redact_text(json.dumps(doc, indent=1)))
 
     def load_trajectory(self, path: Path, record: dict[str, Any]) -> Trajectory:
         """A stored episode as the strategy protocol's Trajectory."""

@@ -40,11 +40,14 @@ from tau2.user.user_simulator import UserSimulator
 from tau2.utils.llm_utils import to_litellm_messages
 from tau2.utils.utils import get_now
 
+from harness.benchmarks.protocol import BenchmarkBase
 from harness.benchmarks.tau2_data import TaskSource, configured_data_dir, graded_by_nl, needs_nl_judge
 from harness.benchmarks.tau2_judge import judging
+from harness.benchmarks.tau2_react import ReactTurn
 from harness.ledger import Ledger, MemoryTokenCounter
 from harness.store import redact_text
 from strategies import EMPTY, Delivery, StepView, Strategy, TaskView, Trajectory
+from strategies.atomic import write_text_atomic
 from strategies.base import first_user_text
 
 AGENT_NAME = "memdeliv_agent"
@@ -264,8 +267,8 @@ def _usage_dict(usage) -> dict[str, Any]:
             "cached_tokens": usage.cached_tokens}
 
 
-class Tau2Benchmark:
-    """One τ² domain and split, as the runner sees it."""
+class Tau2Benchmark(BenchmarkBase):
+    """One τ² domain and split, as the runner sees it (the Benchmark protocol; placements: assembly's)."""
 
     def __init__(self, cfg: Any):
         self.cfg = cfg
@@ -487,12 +490,12 @@ class Tau2Benchmark:
                           feedback=_feedback(sim.reward_info))
 
 
-def _agent_class(kind: str) -> type:
-    if kind == "react":
-        from harness.benchmarks.tau2_react import ReactMemoryAgent
+class ReactMemoryAgent(ReactTurn, MemoryAgent):
+    """benchmark.agent=react: MemoryAgent with tau2-bench's two-phase ReAct turn (tau2_react.py)."""
 
-        return ReactMemoryAgent
-    return MemoryAgent
+
+def _agent_class(kind: str) -> type:
+    return ReactMemoryAgent if kind == "react" else MemoryAgent
 
 
 def trajectory_messages(messages: list[Any]) -> tuple[dict[str, Any], ...]:
@@ -545,7 +548,5 @@ def _partial(orchestrator: Orchestrator, start_time: str, started: float,
 
 def _write_results(path: Path, results: Results) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(redact_text(results.model_dump_json(indent=2)), encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, redact_text(results.model_dump_json(indent=2)))
 

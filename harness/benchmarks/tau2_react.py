@@ -6,6 +6,9 @@ the reasoning, tools offered); the reasoning is not kept in the history. This is
 Both calls carry the same system prompt with the memory block, and both are ledgered as agent calls (so `steps`
 counts two per turn). The system prompt stays MemoryAgent's (tau2's LLMAgent prompt and the domain policy), so
 `tool_calling` and `react` differ only in the two phases.
+
+A mixin, not a MemoryAgent subclass, so this module does not import the adapter that picks it (tau2_bench.py
+composes `ReactMemoryAgent(ReactTurn, MemoryAgent)`).
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ from typing import Any
 
 from tau2.data_model.message import AssistantMessage
 
-from harness.benchmarks.tau2_bench import MemoryAgent
 from strategies import Delivery
 
 THINK = ("Before you answer, think step by step about what to do next: what the user wants, what you already "
@@ -24,7 +26,9 @@ ACT = ("Now act on your reasoning: call the right tool if you need information o
        "otherwise reply to the user.\n\nYour reasoning:\n{reasoning}")
 
 
-class ReactMemoryAgent(MemoryAgent):
+class ReactTurn:
+    """Overrides MemoryAgent.respond with THINK then ACT, both through MemoryAgent.call_model."""
+
     def respond(self, llm_messages: list[dict[str, Any]], delivery: Delivery) -> AssistantMessage:
         thought = self.call_model([*llm_messages, {"role": "user", "content": THINK}], delivery, tools=False)
         reasoning = (thought.content or "").strip()

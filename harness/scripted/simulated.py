@@ -1,7 +1,7 @@
 """`memdeliv-simulated/<profile>`: a SIMULATED agent (not a language model) with a known success probability.
 
 It plays τ² like the scripted oracle (replays the task's gold actions, then says the facts to communicate),
-but each episode succeeds only with the probability harness/scripted/world.py computes from *the prompt it
+but each episode succeeds only with the probability strategies/simulated_world.py computes from *the prompt it
 receives*: the memory bullets it can read there, and how many tokens they take. So placement, budgets,
 truncation and end_of_conversation all reach it, and the planted effect is known exactly.
 
@@ -33,7 +33,8 @@ from typing import Any
 import litellm
 from litellm import CustomLLM, ModelResponse
 
-from harness.scripted import oracle, register_provider, world
+from harness.scripted import oracle, register_provider
+from strategies import simulated_world as world
 
 PROVIDER = world.PROVIDER
 TAG = re.compile(r"\[simulated: p=([0-9.]+) u=([0-9.]+) relevant=(\d+) memory_tokens=(\d+) outcome=(\w+)\]")

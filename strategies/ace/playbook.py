@@ -19,8 +19,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable
 
+from strategies.atomic import write_text_atomic
 from strategies.base import Guideline
-from strategies.memory_file import MemoryFileError, read_rows
+from strategies.artifact_rows import MemoryFileError, read_rows
 
 KIND = "ace_playbook"
 
@@ -231,12 +232,9 @@ class Playbook:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         head = {**(meta or {}), "kind": KIND, "next_id": self.next_id}
-        tmp = path.with_name(path.name + ".tmp")
-        with tmp.open("w", encoding="utf-8") as fh:
-            fh.write(json.dumps({"_meta": head}, ensure_ascii=False) + "\n")
-            for row in self.to_rows():
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-        tmp.replace(path)
+        lines = [json.dumps({"_meta": head}, ensure_ascii=False) + "\n"]
+        lines += [json.dumps(row, ensure_ascii=False) + "\n" for row in self.to_rows()]
+        write_text_atomic(path, "".join(lines))
 
 
 _BULLET_FIELDS = set(Bullet.__dataclass_fields__)
@@ -270,13 +268,3 @@ def load_playbook(path: str | Path) -> tuple[Playbook, dict[str, Any]]:
     if meta.get("kind") != KIND:
         raise MemoryFileError(f"{path}: not an ACE playbook (_meta.kind must be {KIND!r})")
     return Playbook(bullets, int(meta.get("next_id", 1))), meta
-
-
-def read_playbook_or_guidelines(path: str | Path) -> tuple[Playbook, dict[str, Any]]:
-    """An ACE playbook as is; a plain guideline artifact converted to bullets (counters zero)."""
-    if artifact_kind(path) == KIND:
-        return load_playbook(path)
-    from strategies.memory_file import load_memory
-
-    guidelines, meta = load_memory(path)
-    return Playbook.from_guidelines(guidelines), {**meta, "converted_from": str(path)}

@@ -21,8 +21,8 @@ from typing import Any, Callable
 
 from strategies.ace.adapt import AceSettings, Adapter, UpdateReport
 from strategies.ace.llm import JSON_MODES, JsonLLM
-from strategies.ace.playbook import Playbook, load_playbook, read_playbook_or_guidelines
-from strategies.memory_file import learned_from
+from strategies.ace.playbook import Playbook, load_playbook
+from strategies.memory_file import learned_from, read_playbook_or_guidelines
 from strategies.ace.pruning import EmbeddingCache, enforce_budget
 from strategies.ace.pruning import drop_order
 from strategies.ace.roles import cited_steps

@@ -1,0 +1,146 @@
+"""The import graph of harness/, strategies/, analysis/ and bench/ (stdlib `ast`; imports inside functions count
+too): no circles, analysis reads run files and never imports the harness, bench and analysis import no test
+code, strategies import no benchmark adapter."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("harness", "strategies", "analysis", "bench")
+
+# Circles still to break. Issue 18 ("no import circles"): the Ray worker imports the runner back.
+ALLOWED_CIRCLES = {frozenset({"harness.runner", "harness.executors"})}
+
+
+def module_names(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
+    names = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return names
+
+
+def imports_of(name: str, path: Path, known: set[str], test_modules: set[str]) -> set[str]:
+    """The project modules `name` imports anywhere in its file. A bare top-level name that is a tests/ module
+    (`from conftest import ...` after putting tests/ on sys.path) counts as that test module."""
+    parts = name.split(".")
+    if path.name == "__init__.py":
+        parts.append("__init__")  # a relative import counts from the package itself
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join([*parts[: len(parts) - node.level], *([node.module] if node.module else [])]) \
+                if node.level else node.module or ""
+            # `from pkg import sub` imports the submodule; `from pkg import func`, the package
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            if target in test_modules:
+                found.add(f"tests.{target}")
+                continue
+            while target and target not in known:  # `import a.b.c` where only a.b is ours, or a third party
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def import_graph(root: Path = REPO, packages: tuple[str, ...] = PACKAGES) -> dict[str, set[str]]:
+    modules = module_names(root, packages)
+    tests = {p.stem for p in (root / "tests").glob("*.py")} if (root / "tests").is_dir() else set()
+    return {name: imports_of(name, path, set(modules), tests) for name, path in modules.items()}
+
+
+def circles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """Strongly connected components with more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in graph:
+                    continue
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = set()
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.add(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(frozenset(component))
+    return found
+
+
+def arrows(graph: dict[str, set[str]], source: str, target: str) -> list[str]:
+    """`a -> b` for every import from package `source` into package `target`."""
+    def inside(module: str, package: str) -> bool:
+        return module == package or module.startswith(package + ".")
+
+    return sorted(f"{a} -> {b}" for a, targets in graph.items() if inside(a, source)
+                  for b in targets if inside(b, target))
+
+
+def test_the_graph_sees_function_level_imports_and_circles(tmp_path):
+    """The checker itself: a circle closed by an import inside a function, and a bench import of tests/ code."""
+    (tmp_path / "harness").mkdir()
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "harness" / "__init__.py").write_text("")
+    (tmp_path / "harness" / "a.py").write_text("from harness.b import run\n")
+    (tmp_path / "harness" / "b.py").write_text("def run():\n    from harness import a\n")
+    (tmp_path / "harness" / "c.py").write_text("from . import b\n")
+    (tmp_path / "bench" / "x.py").write_text("import sys\nfrom conftest import compose\n")
+    (tmp_path / "tests" / "conftest.py").write_text("")
+    graph = import_graph(tmp_path, ("harness", "bench"))
+    assert graph["harness.a"] == {"harness.b"} and graph["harness.b"] == {"harness.a"}
+    assert graph["harness.c"] == {"harness.b"}
+    assert circles(graph) == [frozenset({"harness.a", "harness.b"})]
+    assert arrows(graph, "bench", "tests") == ["bench.x -> tests.conftest"]
+
+
+def test_no_import_circles_beyond_the_allow_list():
+    unexpected = [sorted(c) for c in circles(import_graph()) if c not in ALLOWED_CIRCLES]
+    assert unexpected == []
+
+
+def test_analysis_imports_no_harness_code():
+    assert arrows(import_graph(), "analysis", "harness") == []
+
+
+def test_bench_and_analysis_import_no_test_code():
+    graph = import_graph()
+    assert arrows(graph, "bench", "tests") == [] and arrows(graph, "analysis", "tests") == []
+
+
+def test_strategies_import_no_benchmark_adapter():
+    assert arrows(import_graph(), "strategies", "harness.benchmarks") == []
