@@ -7,16 +7,15 @@ Built-ins are declared in this repo's pyproject exactly as a plugin package decl
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from strategies.base import Guideline, Strategy
+from strategies.plugins import PluginRegistry
 
 GROUP = "memdeliv.strategies"
 
 Factory = Callable[["StrategyContext"], Strategy]
-_extra: dict[str, Factory] = {}
 
 
 class UnknownStrategy(KeyError):
@@ -46,25 +45,19 @@ class StrategyContext:
         return guidelines
 
 
+_REGISTRY = PluginRegistry(GROUP, "strategy", UnknownStrategy)
+
+
 def register(name: str, factory: Factory) -> None:
-    _extra[name] = factory
-
-
-def _entry_point_factories() -> dict[str, Any]:
-    return {ep.name: ep for ep in entry_points(group=GROUP)}
+    _REGISTRY.register(name, factory)
 
 
 def available() -> list[str]:
-    return sorted(set(_entry_point_factories()) | set(_extra))
+    return _REGISTRY.available()
 
 
 def _factory(name: str) -> Any:
-    if name in _extra:
-        return _extra[name]
-    eps = _entry_point_factories()
-    if name not in eps:
-        raise UnknownStrategy(f"unknown strategy {name!r}; available: {', '.join(available())}")
-    return eps[name].load()
+    return _REGISTRY.load(name)
 
 
 def known_options(name: str) -> tuple[str, ...] | None:

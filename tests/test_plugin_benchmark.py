@@ -56,7 +56,7 @@ def test_an_adapter_missing_a_member_is_refused_and_base_defaults_are_no_ops(mon
     class Based(BenchmarkBase, Bare):
         pass
 
-    monkeypatch.setattr(registry, "_extra", {})  # registered for this test only
+    monkeypatch.setattr(registry._REGISTRY, "extra", {})  # registered for this test only
     benchmarks.register("bare_test", Bare)
     benchmarks.register("based_test", Based)
     with pytest.raises(TypeError, match="lacks placements, default_placement, task_set, identity_extra"):

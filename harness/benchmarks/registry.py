@@ -8,40 +8,20 @@ plugin package declares its own (tau2_retail, tau2_airline and tau2_telecom all 
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
 from typing import Any
 
 from harness.benchmarks.protocol import MEMBERS, Benchmark
+from strategies.plugins import PluginRegistry
 
 GROUP = "memdeliv.benchmarks"
-
-_extra: dict[str, type] = {}
 
 
 class UnknownBenchmark(ValueError):
     pass
 
 
-def register(name: str, adapter: type) -> None:
-    _extra[name] = adapter
-
-
-def _entry_points() -> dict[str, Any]:
-    return {ep.name: ep for ep in entry_points(group=GROUP)}
-
-
-def available() -> list[str]:
-    return sorted(set(_entry_points()) | set(_extra))
-
-
-def adapter_class(name: str) -> type:
-    """The adapter registered as `name`; importing it is the first time its benchmark's code is loaded."""
-    if name in _extra:
-        return _extra[name]
-    eps = _entry_points()
-    if name not in eps:
-        raise UnknownBenchmark(f"unknown benchmark {name!r}; available: {', '.join(available())}")
-    return eps[name].load()
+_REGISTRY = PluginRegistry(GROUP, "benchmark", UnknownBenchmark)
+register, available, adapter_class = _REGISTRY.register, _REGISTRY.available, _REGISTRY.load
 
 
 def create(cfg: Any) -> Benchmark:
