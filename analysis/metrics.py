@@ -140,7 +140,7 @@ def sgc(df: pd.DataFrame, exclude: tuple[str, ...] = EXCLUDED) -> float:
     return float(values.mean()) if len(values) else float("nan")
 
 
-def _with_tokens(df: pd.DataFrame) -> pd.DataFrame:
+def with_tokens(df: pd.DataFrame) -> pd.DataFrame:
     if {"prompt_tokens", "completion_tokens"} <= set(df.columns):
         return df.assign(tokens=df["prompt_tokens"] + df["completion_tokens"])
     return df
@@ -157,7 +157,7 @@ def summarize(df: pd.DataFrame, n_boot: int = stats.N_BOOT, exclude: tuple[str, 
     `err_<label>` counts every record with that error (excluded or not); `infra_errors` the infra records (failed
     trials by default); `excluded` is the number of records left out of the rates (`exclude` labels)."""
     rows = []
-    df = _with_tokens(df)
+    df = with_tokens(df)
     df = with_assembly(df)
     for key, group in df.groupby(GROUP, sort=False, dropna=False):
         ok = valid(group, exclude)
@@ -220,7 +220,7 @@ def add_deltas(summary: pd.DataFrame, records: pd.DataFrame, exclude: tuple[str,
         out[col] = np.nan
     if out.empty:
         return out
-    ok = valid(_with_tokens(records), exclude)
+    ok = valid(with_tokens(records), exclude)
     cells = {_key(k): g for k, g in ok.groupby(GROUP, sort=False, dropna=False)}
     for i, row in out.iterrows():
         base = cells.get(_key([*(row[c] for c in CELL), BASELINE]))

@@ -10,8 +10,8 @@ For every strategy against `none` (same benchmark, split, model), paired over ta
   of the paired test): MDΔ = t_0.975 x sqrt((tau2 + s2_w / m + MDΔ^2) / n) + z_0.80 x sqrt(s2_w / (m n))
   (see `Variance`: the sign-flip test's spread holds the task spread and Δ^2, a rerun moves only by trial noise);
 * tasks needed for a Δ the user names (DELTA points) at 1, 2, 4, 8 trials, for NEW tasks drawn like these: the
-  smallest n whose MDΔ <= Δ when the observed Δ moves by the whole spread of the per-task difference
-  sqrt((tau2 + s2_w / T) / n), between-task part included (planning with trial noise alone promised 80% and
+  smallest n whose predicted power reaches 80% when the observed Δ moves by the whole spread of the per-task
+  difference sqrt((tau2 + s2_w / T) / n), between-task part included (`Variance.new_task_power`) (planning with trial noise alone promised 80% and
   delivered 66-76% on fresh tasks). MDΔ above 100 points is "too few tasks to estimate".
 A pair whose observed |Δ| is below its MDΔ is `underpowered`: its CI is too wide to call the difference.
 Per strategy it also reports the task-level variance of success and the between-trial agreement (share of
@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import fmt, stats
+from analysis.load import add_pool_option
 from analysis.metrics import BASELINE, CELL, task_success, valid
 
 POWER = 0.80
@@ -99,10 +100,10 @@ class Variance:
         is mean(d) / sqrt(mean(d^2) / n), about t-distributed under the null, so it rejects when
         |mean(d)| > c sqrt(v / (n - c^2)) (v = the per-task difference's variance, c = `critical`; + 1/n at one
         trial, the exact McNemar test's discreteness), while mean(d) ~ N(Δ, v / n) across new task samples."""
-        z, v = critical(n, alpha), self.var_d(trials)
-        if n <= z * z or v <= 0:
-            return float(n > z * z and abs(delta) > 0)
-        cut = z * math.sqrt(v / (n - z * z)) + (1 / n if trials == 1 else 0.0)
+        c, v = critical(n, alpha), self.var_d(trials)
+        if n <= c * c or v <= 0:
+            return float(n > c * c and abs(delta) > 0)
+        cut = c * math.sqrt(v / (n - c * c)) + (1 / n if trials == 1 else 0.0)
         spread = math.sqrt(v / n)
         return NormalDist().cdf((abs(delta) - cut) / spread) + NormalDist().cdf((-abs(delta) - cut) / spread)
 
@@ -249,10 +250,10 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
     for col in ("task_var", "agreement", "sd_d", "tau2", "within", "predicted_power"):
         if col in shown:
             shown[col] = shown[col].map(lambda v: "-" if fmt.missing(v) else f"{v:.3f}")
-    for col, spec in (("Δ_pts", "+.1f"), ("MDΔ_pts", ".1f")):
-        if col in shown:
-            shown[col] = shown[col].map(lambda v, spec=spec: fmt.mdd(v) if col == "MDΔ_pts" else
-                                        "-" if fmt.missing(v) else format(v, spec))
+    if "Δ_pts" in shown:
+        shown["Δ_pts"] = shown["Δ_pts"].map(lambda v: "-" if fmt.missing(v) else f"{v:+.1f}")
+    if "MDΔ_pts" in shown:
+        shown["MDΔ_pts"] = shown["MDΔ_pts"].map(fmt.mdd)
     if "underpowered" in shown:
         shown["underpowered"] = shown["underpowered"].map(lambda v: "-" if fmt.missing(v) else
                                                           ("underpowered" if bool(v) else ""))
@@ -270,8 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=40, help="with --profile: tasks")
     parser.add_argument("--trials", type=int, default=4, help="with --profile: trials per task")
     parser.add_argument("--delta", type=float, default=5.0, help="the Δ (points) to plan for")
-    parser.add_argument("--pool-runs", action="store_true", help="count runs holding the same episodes as extra "
-                        "trials (analysis.load; refused without it, as in `tables`)")
+    add_pool_option(parser)
     args = parser.parse_args(argv)
     if args.delta <= 0:
         print("memdeliv power: --delta must be > 0 (points)", file=sys.stderr)

@@ -20,7 +20,9 @@ import pandas as pd
 
 from analysis import fmt, noninferiority, power, stats
 from analysis.build_cost import add_build_cost
-from analysis.metrics import CELL, GROUP, pass_hat_k_per_task, task_success, valid, with_assembly
+from analysis.load import add_pool_option
+from analysis.metrics import (CELL, GROUP, pass_hat_k_per_task, per_task_means, task_success, valid,
+                              with_assembly, with_tokens)
 
 
 @dataclass
@@ -49,19 +51,10 @@ def per_task_metric(df: pd.DataFrame, k: int) -> pd.Series:
 
 
 def _per_task_prices(ok: pd.DataFrame) -> pd.DataFrame:
-    """Per (cell, strategy): records, tokens/task (agent prompt + completion) and cost_usd/task; a mean where
-    any record lacks the figure is unknown (nan), never understated (as analysis.metrics.summarize)."""
-    ok = with_assembly(ok)
-    rows = []
-    for key, group in ok.groupby(GROUP, sort=False, dropna=False):
-        row = {**dict(zip(GROUP, key)), "records": len(group)}
-        figures = {"tokens/task": group.get("prompt_tokens", pd.Series(dtype=float)) +
-                   group.get("completion_tokens", pd.Series(dtype=float)),
-                   "cost_usd/task": group.get("cost_usd", pd.Series(dtype=float))}
-        for name, values in figures.items():
-            known = len(values) == len(group) and values.notna().all()
-            row[name] = float(values.astype(float).mean()) if known else math.nan
-        rows.append(row)
+    """Per (cell, strategy): records and the per-task figures exactly as the tables compute them
+    (analysis.metrics.per_task_means: infra episodes' partial usage left out; unknown stays nan)."""
+    rows = [{**dict(zip(GROUP, key)), "records": len(group), **per_task_means(group)}
+            for key, group in with_assembly(with_tokens(ok)).groupby(GROUP, sort=False, dropna=False)]
     return pd.DataFrame(rows)
 
 
@@ -165,10 +158,11 @@ def _no_decision(rec: Recommendation, arms: dict[str, noninferiority.Arm], group
                  k: int, trials: int, n_tasks: int, alpha: float) -> None:
     """"No decision yet", with the new tasks (x trials) that would settle it if the observed differences hold."""
     margin = rec.margin_pts / 100
+    variances: dict[frozenset, power.Variance] = {}  # a pair's variance is the same both ways: computed once
     plans = []
     for s, arm in arms.items():
         for t in (trials, 2 * trials):
-            sd_at = _sd_at(s, arm, groups, t) if k == 1 else ({} if t == trials else None)
+            sd_at = _sd_at(s, arm, groups, t, variances) if k == 1 else ({} if t == trials else None)
             if sd_at is None:
                 continue
             need = noninferiority.tasks_to_show(arm, margin, len(arms), sd_at, alpha)
@@ -178,7 +172,8 @@ def _no_decision(rec: Recommendation, arms: dict[str, noninferiority.Arm], group
     say(f"No decision yet: no strategy is shown to be within {rec.margin_pts:g} points of every other at {n_tasks} "
         f"tasks x {trials} trials, so none is recommended.")
     if not plans:
-        say("Every strategy is observed more than the margin below another; rerun with more tasks to tell.")
+        say("These tasks cannot size it (too few to estimate a spread, or every strategy observed at least the "
+            "margin below another); run more tasks to tell.")
         return
     for t in (trials, 2 * trials):
         at = [plan for plan in plans if plan[2] == t]
@@ -193,12 +188,16 @@ def _no_decision(rec: Recommendation, arms: dict[str, noninferiority.Arm], group
             f"between-task spread counts).")
 
 
-def _sd_at(s: str, arm: noninferiority.Arm, groups: dict[str, pd.DataFrame], t: int) -> dict[str, float] | None:
+def _sd_at(s: str, arm: noninferiority.Arm, groups: dict[str, pd.DataFrame], t: int,
+           variances: dict[frozenset, power.Variance]) -> dict[str, float] | None:
     """sd of the per-task success difference at t trials per task, from the between-task and trial parts
     (analysis.power); None when one trial cannot tell them apart and t differs from the trials run."""
     out = {}
     for q in arm.pairs:
-        v = power.pair_variance(groups[s], groups[q.other])
+        pair = frozenset((s, q.other))
+        if pair not in variances:
+            variances[pair] = power.pair_variance(groups[s], groups[q.other])
+        v = variances[pair]
         if not v.split and t != v.m:
             return None
         out[q.other] = math.sqrt(max(0.0, v.var_d(t)))
@@ -224,8 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", help="only models whose name contains this (e.g. simulated)")
     parser.add_argument("--amortise-over", type=int, metavar="N",
                         help="deployment tasks sharing the one-off build cost (default: episodes evaluated)")
-    parser.add_argument("--pool-runs", action="store_true", help="count runs holding the same episodes as extra "
-                        "trials (analysis.load; refused without it, as in `tables`)")
+    add_pool_option(parser)
     args = parser.parse_args(argv)
     from analysis.load import load_records
 

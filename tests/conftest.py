@@ -60,3 +60,19 @@ def artifact(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("world") / "memory.jsonl"
     save_memory(path, guidelines, meta)
     return path
+
+
+def install_readme_plugin(root: Path) -> Path:
+    """strategies/README.md's example as an installed plugin package (its module and a .dist-info declaring the
+    `memdeliv.strategies` entry point) in `root/site`, the folder to put on the path."""
+    import textwrap
+
+    site = root / "site"
+    (site / "my_plugin").mkdir(parents=True)
+    example = (REPO / "strategies" / "README.md").read_text().split("```python")[1].split("```")[0]
+    (site / "my_plugin" / "__init__.py").write_text(textwrap.dedent(example))
+    dist = site / "my_plugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: my-plugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[memdeliv.strategies]\nfirst_k = my_plugin:FirstK\n")
+    return site

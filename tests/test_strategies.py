@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import importlib.metadata
 import sys
-import textwrap
 
 import pytest
 
 import strategies
 from strategies import Guideline, StepView, StrategyContext, TaskView
-from conftest import REPO, SAMPLE_MEMORY
+from conftest import SAMPLE_MEMORY, install_readme_plugin
 
 TASK = TaskView(benchmark="tau2_retail", task_id="1", description="I want a refund")
 
@@ -58,15 +57,7 @@ def test_memory_file_roundtrip_and_errors(tmp_path):
 
 def test_plugin_package_is_found_through_its_entry_point(tmp_path, monkeypatch):
     """A third-party package declaring `memdeliv.strategies` is discovered with no change to this repo."""
-    pkg = tmp_path / "site"
-    (pkg / "my_plugin").mkdir(parents=True)
-    example = (REPO / "strategies" / "README.md").read_text().split("```python")[1].split("```")[0]
-    (pkg / "my_plugin" / "__init__.py").write_text(textwrap.dedent(example))
-    dist = pkg / "my_plugin-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: my-plugin\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[memdeliv.strategies]\nfirst_k = my_plugin:FirstK\n")
-    monkeypatch.syspath_prepend(str(pkg))
+    monkeypatch.syspath_prepend(str(install_readme_plugin(tmp_path)))
     assert "first_k" in strategies.available()
     plugin = strategies.create("first_k", StrategyContext(memory_path=str(SAMPLE_MEMORY)))
     delivery = plugin.deliver(TASK, StepView(index=0))

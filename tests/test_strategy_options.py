@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import os
-import textwrap
 
 import pytest
 
 import strategies
 from strategies import StrategyContext
-from conftest import REPO, SAMPLE_MEMORY, read_records, run_cli
+from conftest import SAMPLE_MEMORY, install_readme_plugin, read_records, run_cli
 
 
 @pytest.mark.parametrize("sweep, override, expected", [
@@ -66,14 +65,7 @@ def test_validate_options_hook_accepts_the_shipped_defaults_and_checks_types():
 @pytest.fixture
 def readme_plugin(tmp_path):
     """strategies/README.md's example, installed as a plugin package (entry point) on PYTHONPATH."""
-    site = tmp_path / "site"
-    (site / "my_plugin").mkdir(parents=True)
-    example = (REPO / "strategies" / "README.md").read_text().split("```python")[1].split("```")[0]
-    (site / "my_plugin" / "__init__.py").write_text(textwrap.dedent(example))
-    dist = site / "my_plugin-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: my-plugin\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[memdeliv.strategies]\nfirst_k = my_plugin:FirstK\n")
+    site = install_readme_plugin(tmp_path)
     return {"PYTHONPATH": os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])])}
 
 

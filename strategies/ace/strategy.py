@@ -113,9 +113,13 @@ class AcePlaybook:
         """Runner hook: fields for the episode's record. `cited_steps`: agent turns that cited a bullet (the
         tables sum it, so a playbook whose counters cannot move shows); `memory_ground_truth`: whether the
         playbook was learned with labels (tables show `ace (no GT)` when it was not)."""
+        return self.facts_for(trajectory, self.playbook)
+
+    def facts_for(self, trajectory: Trajectory | None, playbook: Playbook) -> dict[str, Any]:
+        """record_facts against `playbook` (an online learner's trial stream: the playbook that trial saw)."""
         facts: dict[str, Any] = {"memory_ground_truth": self.ground_truth}
         if trajectory is not None and self.settings.cite:
-            facts["cited_steps"] = cited_steps(trajectory, self.playbook)
+            facts["cited_steps"] = cited_steps(trajectory, playbook)
         return facts
 
     @property
@@ -406,10 +410,7 @@ class _TrialView:
         return None
 
     def record_facts(self, trajectory: Trajectory | None) -> dict[str, Any]:
-        facts: dict[str, Any] = {"memory_ground_truth": self.owner.ground_truth}
-        if trajectory is not None and self.owner.settings.cite:
-            facts["cited_steps"] = cited_steps(trajectory, self.owner._stream(self.trial).playbook)
-        return facts
+        return self.owner.facts_for(trajectory, self.owner._stream(self.trial).playbook)
 
 
 def _role(options: dict[str, Any], role: str, ctx: StrategyContext) -> JsonLLM:
