@@ -14,10 +14,13 @@ MAX_STEPS   ?= $(if $(filter local,$(MODEL)),20,)
 ARGS        ?=
 TRIALS      ?=
 CONCURRENCY ?=
+# BUDGET: USD cap on what the run directory spends (budget_usd; docs/cost.md)
+BUDGET      ?=
 MEMORY      ?= $(if $(filter simulated,$(MODEL)),runs/memory/simulated/memory.jsonl,strategies/samples/tau2_sample.jsonl)
 RUN         ?= $(shell date +%Y%m%d-%H%M%S)
 EXTRACTOR   ?=
 CONSOLIDATION ?=
+TARGET      ?=
 MEMNAME     ?= $(BENCH)__$(subst /,_,$(MODEL))
 RUNS        ?= runs/$(RUN)
 EXPERIMENT  ?=
@@ -33,7 +36,8 @@ MODEL_ARGS = $(if $(wildcard configs/model/$(MODEL).yaml),model=$(MODEL),model=l
 SWEEP_ARGS = $(MODEL_ARGS) strategy=$(STRATEGIES) benchmark=$(BENCH) benchmark.split=$(SPLIT) \
 	$(if $(LIMIT),benchmark.limit=$(LIMIT)) $(if $(TRIALS),benchmark.trials=$(TRIALS)) \
 	$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS)) $(ARGS) \
-	$(if $(CONCURRENCY),concurrency=$(CONCURRENCY)) $(if $(MEMORY),memory=$(MEMORY)) run_name=$(RUN)
+	$(if $(CONCURRENCY),concurrency=$(CONCURRENCY)) $(if $(MEMORY),memory=$(MEMORY)) run_name=$(RUN) \
+	$(if $(BUDGET),budget_usd=$(BUDGET))
 
 # make memory learns from the whole train split unless LIMIT is given on the command line; a SPLIT given there
 # is passed on so that build_memory can refuse anything but train.
@@ -43,10 +47,10 @@ MEMORY_ARGS = $(MODEL_ARGS) benchmark=$(BENCH) \
 	$(if $(TRIALS),benchmark.trials=$(TRIALS)) $(if $(CONCURRENCY),concurrency=$(CONCURRENCY)) \
 	$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS))
 
-.PHONY: setup test sweep selfcheck table tables report bench bench-retrieval bench-scale clean-venv memory ace lock \
-	appworld-data tau2-data simulated-memory power recommend
+.PHONY: setup test sweep selfcheck table tables report view export-tau2 import-tau2 bench bench-retrieval bench-scale clean-venv memory ace lock \
+	appworld-data tau2-data simulated-memory power recommend plan
 
-setup: .venv/.setup-done .venv/.local-model-done .venv-appworld/.setup-done
+setup: .venv/.setup-done .venv/.local-model-done .venv-appworld/.setup-done .venv/.browser-done
 
 # torch (CPU build) has its own lock: from /opt/wheels when the pinned wheel is there, else PyTorch's CPU index
 # (scripts/torch_source.py), hash-checked either way.
@@ -63,7 +67,13 @@ setup: .venv/.setup-done .venv/.local-model-done .venv-appworld/.setup-done
 	scripts/setup-local-model.sh
 	touch $@
 
-# AppWorld pins pydantic<2, so its engine gets its own venv (driven by harness/benchmarks/appworld_worker.py).
+# Debian's chromium for the viewer's browser tests (installed when missing and root, as in CI; else a note and
+# the browser tests skip). Marked done only once the browser is there, so a later `make setup` looks again.
+.venv/.browser-done: .venv/.setup-done scripts/setup-browser.sh
+	scripts/setup-browser.sh
+	@if [ -x /usr/bin/chromium ]; then touch $@; fi
+
+# AppWorld pins pydantic<2, so its engine gets its own venv (driven by harness/benchmarks/appworld/worker.py).
 # `appworld install` is offline: it decrypts the app code bundled in the package; its tests go to APPWORLD_CACHE.
 .venv-appworld/.setup-done: requirements-appworld.lock
 	python3 -m venv .venv-appworld
@@ -98,13 +108,16 @@ sweep: setup
 	$(PY) -m analysis.table runs/$(RUN) $(if $(WIDE),--wide)
 	@echo "run directory: runs/$(RUN)"
 
+# FROM=<tau2 results file>: learn from its trajectories (train-split tasks only) instead of collecting a run
+FROM ?=
 memory: setup
-	$(PY) -m harness.build_memory --name $(MEMNAME) $(if $(EXTRACTOR),--extractor $(EXTRACTOR)) \
-		$(if $(GROUND_TRUTH),--ground-truth) $(if $(CONSOLIDATION),--consolidation $(CONSOLIDATION)) -- $(MEMORY_ARGS)
+	$(PY) -m harness.memory.build --name $(MEMNAME) $(if $(EXTRACTOR),--extractor $(EXTRACTOR)) \
+		$(if $(GROUND_TRUTH),--ground-truth) $(if $(CONSOLIDATION),--consolidation $(CONSOLIDATION)) \
+		$(if $(TARGET),--target $(TARGET)) $(if $(FROM),--from-results $(FROM),-- $(MEMORY_ARGS))
 
 # The SIMULATED world (docs/simulated-world.md): planted guideline relevance for model=simulated, no key needed
 simulated-memory: setup
-	$(PY) -m harness.simulated_memory --benchmark $(BENCH)
+	$(PY) -m harness.memory.simulated --benchmark $(BENCH)
 
 # Deciding (docs/deciding.md). power: minimum detectable Δ and tasks x trials needed for DELTA points, from
 # RUNS or, with PROFILE=strong|small, from the simulated world. recommend: the cheapest strategy shown to be at
@@ -121,6 +134,20 @@ recommend: setup
 	$(PY) -m analysis.recommend $(RUNS) --k $(K) --by $(BY) --delta $(DELTA) $(if $(filter command line,$(origin MODEL)),--model $(MODEL)) \
 		$(if $(AMORTISE),--amortise-over $(AMORTISE)) $(if $(POOL),--pool-runs)
 
+# What a sweep would cost, before it runs (docs/cost.md): per strategy the episodes left (RUN= an existing run:
+# its recorded episodes are skipped), tokens and USD; PILOT=runs/<run> measures tokens from a pilot, else a prior;
+# DELTA= given on the command line sizes the decision from the pilot's variance and prices it. Nothing is called.
+PILOT ?=
+plan: setup
+	@facts=$$(mktemp -t memdeliv-plan.XXXXXX); \
+	$(PY) -m harness.plan_facts --out $$facts $(MODEL_ARGS) strategy=none benchmark=$(BENCH) benchmark.split=$(SPLIT) \
+		$(if $(LIMIT),benchmark.limit=$(LIMIT)) $(if $(TRIALS),benchmark.trials=$(TRIALS)) \
+		$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS)) $(if $(MEMORY),memory=$(MEMORY)) $(ARGS) \
+	&& $(PY) -m analysis.plan --facts $$facts --strategies $(STRATEGIES) $(if $(PILOT),--pilot $(PILOT)) \
+		$(if $(filter command line,$(origin RUN)),--run runs/$(RUN)) \
+		$(if $(filter command line,$(origin DELTA)),--delta $(DELTA)); \
+	rc=$$?; rm -f $$facts; exit $$rc
+
 table: setup
 	$(PY) -m analysis.table $(RUNS) $(VIEW_ARGS) $(if $(WIDE),--wide)
 
@@ -134,6 +161,24 @@ tables: setup
 report: setup
 	$(PY) -m analysis.report $(RUNS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
 		$(foreach m,$(MODEL_MAP),--model-map='$(m)') $(VIEW_ARGS)
+
+# The episode viewer (docs/viewer.md): list, episode and compare pages on 127.0.0.1 (port 8765 when free, else
+# a free one, printed); RUNS2 adds more run directories, PORT picks the port.
+RUNS2 ?=
+PORT  ?=
+view: setup
+	$(PY) -m analysis.viewer $(RUNS) $(RUNS2) $(if $(PORT),--port $(PORT))
+
+# Round trips with tau2-bench's results files (docs/tau2-files.md). export-tau2: one file per τ² cell into
+# <first run>/analysis/tau2/ (`tau2 view --dir` opens them). import-tau2: FILE as a `none` cell of runs/$(RUN)
+# (SPLIT= and DATA_DIR= when given on the command line: the split its tasks must be in, the task set to compare with).
+FILE     ?=
+DATA_DIR ?=
+export-tau2: setup
+	$(PY) -m analysis.export_tau2 $(RUNS) $(if $(POOL),--pool-runs)
+import-tau2: setup
+	$(PY) -m harness.import_tau2 $(FILE) --run $(RUN) $(if $(filter command line,$(origin SPLIT)),--split $(SPLIT)) \
+		$(if $(DATA_DIR),--data-dir $(DATA_DIR))
 
 selfcheck: setup
 	$(PY) -m harness.selfcheck
@@ -167,7 +212,7 @@ lock: $(UV)
 	$(UV) pip compile --python-version 3.11 --generate-hashes --no-deps requirements-local.in -o requirements-local.lock
 	$(UV) pip compile --python-version 3.11 --generate-hashes requirements-build.in -o requirements-build.lock
 
-# Offline ACE adaptation (harness/ace_adapt.py, docs/ace.md): epochs of ace_online over the train split minus
+# Offline ACE adaptation (harness/memory/ace_adapt.py, docs/ace.md): epochs of ace_online over the train split minus
 # the VAL held-out tasks (TRAIN=N: only the first N), the best playbook on VAL kept. Paper mode by default, with
 # the reference's ground truth from the train split and up to 3 reflect-and-retry rounds; GT=0: label-free ACE.
 # REFLECTOR / CURATOR default to MODEL (REFLECTOR=SCRIPTED: keyless template roles, for trying the machinery);
@@ -186,7 +231,7 @@ ACE_OUT   ?=
 ACE_ARGS  ?=
 GT        ?= 1
 ace: setup
-	$(PY) -m harness.ace_adapt $(MODEL_ARGS) benchmark=$(BENCH) $(if $(CONCURRENCY),concurrency=$(CONCURRENCY)) \
+	$(PY) -m harness.memory.ace_adapt $(MODEL_ARGS) benchmark=$(BENCH) $(if $(CONCURRENCY),concurrency=$(CONCURRENCY)) \
 		$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS)) \
 		--run $(RUN) --epochs $(EPOCHS) $(if $(TRAIN),--train $(TRAIN)) --val $(VAL) \
 		$(if $(REFLECTOR),--reflector-model $(REFLECTOR)) $(if $(CURATOR),--curator-model $(CURATOR)) \

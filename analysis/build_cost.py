@@ -4,9 +4,9 @@ IBM's comparisons count only the tokens of delivering memory; building it costs 
 model, strategy), from the files the records point at (record field `memory`, and the run directory):
 
 * `none`: 0.
-* a guideline artifact made by harness/build_memory.py: `build.json` beside it, `extractor_usage` (the
+* a guideline artifact made by harness/memory/build.py: `build.json` beside it, `extractor_usage` (the
   extraction and consolidation calls share that counter) plus `consolidation_usage` if a build reports it apart;
-* an ACE playbook from harness/ace_adapt.py: `<playbook>.history.jsonl` beside it, the Reflector and Curator
+* an ACE playbook from harness/memory/ace_adapt.py: `<playbook>.history.jsonl` beside it, the Reflector and Curator
   `usage` of every update (ACE reports tokens, not cost);
 * `ace_online`: the job's own `<run>/memory/<job slug>/history.jsonl` (its learning happens during the run);
 * the simulated world's artifact (`_meta.kind: simulated`): 0, no model built it;

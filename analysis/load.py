@@ -31,10 +31,10 @@ from typing import Callable, Iterable
 
 import pandas as pd
 
-RESULTS = "results.jsonl"
+from analysis.cells import ASSEMBLY_FIELDS, overlap_message, pool_runs, run_overlaps
+from harness.record_fields import RESULTS, SUCCESS, TASK_ID  # the record's field names (plain strings)
+
 KEYS = ["run", "job", "benchmark", "split", "model", "strategy", "assembly"]
-# Request-assembly settings of a record (harness/assembly.py); record defaults for runs made before them.
-ASSEMBLY_FIELDS = {"placement": None, "context_policy": "fail", "answer_mode": "plain"}
 STEP_COLUMNS = ["step", "prompt_tokens", "completion_tokens", "cached_tokens", "memory_tokens", "cost_usd",
                 "latency_s", "delivered_ids", "n_delivered"]
 _APPWORLD_ID = re.compile(r"^([0-9a-f]{7})_\d+$")
@@ -95,7 +95,7 @@ def load_records(paths: Iterable[str | Path], warn: Callable[[str], None] | None
                 continue
             try:
                 row = json.loads(line)
-                if not isinstance(row, dict) or "task_id" not in row or "success" not in row:
+                if not isinstance(row, dict) or TASK_ID not in row or SUCCESS not in row:
                     raise ValueError("not a record (needs task_id and success)")
             except (json.JSONDecodeError, ValueError) as exc:
                 torn = lineno == len(lines)  # no trailing newline: a write cut off by a kill
@@ -133,12 +133,14 @@ def load_records(paths: Iterable[str | Path], warn: Callable[[str], None] | None
     df["success"] = df["success"].astype(bool)
     df["assembly"] = assembly_labels(df)
     df["strategy"] = ground_truth_labels(df)
+    df["strategy"] = variant_labels(df)
+    df["strategy"] = consolidation_labels(df)
     df["strategy"] = provenance_labels(df)
     df["model"] = served_labels(df)
     return df
 
 
-# a record's `memory_provenance` (harness/provenance.py) that must show wherever the strategy is named
+# a record's `memory_provenance` (harness/memory/provenance.py) that must show wherever the strategy is named
 SHOWN_PROVENANCE = ("IN-SAMPLE", "unknown provenance")
 
 
@@ -161,6 +163,45 @@ def ground_truth_labels(df: pd.DataFrame) -> pd.Series:
     no_gt = (df["strategy"] == "ace") & (flag == False)  # noqa: E712 (None = unknown: left as is)
     gt = (df["strategy"] == "ace_online") & (flag == True)  # noqa: E712
     return df["strategy"].where(~no_gt, "ace (no GT)").where(~gt, "ace_online (GT)")
+
+
+def variant_labels(df: pd.DataFrame) -> pd.Series:
+    """`core_retrieval (top_k=3)`: a cell of one strategy with its options set apart (record `strategy_variant`,
+    e.g. the dose experiment), so each setting is its own row everywhere; `family()` gives the strategy back."""
+    if "strategy_variant" not in df:
+        return df["strategy"]
+    variant = df["strategy_variant"]
+    return df["strategy"].where(variant.isna(), df["strategy"].astype(str) + " (" + variant.astype(str) + ")")
+
+
+def consolidation_labels(df: pd.DataFrame) -> pd.Series:
+    """`full [lossy, target 12]`, `full [no consolidation]`, `full [text consolidation]`: memory built by `make
+    memory` with other than the default (lossless) consolidation, read from the `_meta` of the artifact the record
+    names (`memory`), so each mode is its own row. Only rows whose strategy used it (a `memory_provenance`; `none`
+    records name the sweep's memory too)."""
+    if "memory" not in df:
+        return df["strategy"]
+    used = df["memory_provenance"].notna() if "memory_provenance" in df else df["strategy"] != "none"
+    tags = {m: _consolidation_tag(m) for m in df.loc[used, "memory"].dropna().unique()}
+    tag = df["memory"].where(used).map(tags)
+    return df["strategy"].where(tag.isna(), df["strategy"].astype(str) + " [" + tag.astype(str) + "]")
+
+
+def _consolidation_tag(memory: str) -> str | None:
+    try:
+        with open(memory, encoding="utf-8") as f:
+            meta = json.loads(f.readline()).get("_meta") or {}
+    except (OSError, ValueError, AttributeError):  # gone or not an artifact: no tag
+        return None
+    mode = meta.get("consolidation")
+    if mode == "lossy":
+        return f"lossy, target {meta.get('lossy_target')}"
+    return {"none": "no consolidation", "text": "text consolidation"}.get(mode)  # lossless (altk): the default
+
+
+def family(label: str) -> str:
+    """The strategy a label names, without its variant, ground-truth or provenance tags."""
+    return str(label).split(" [")[0].split(" (")[0]
 
 
 def provenance_labels(df: pd.DataFrame) -> pd.Series:
@@ -189,75 +230,6 @@ def latest_attempts(rows: list[dict]) -> tuple[list[dict], dict[str, int]]:
         if new >= old:
             kept[key] = i
     return [rows[i] for i in sorted(kept.values())], dropped
-
-
-EPISODE_CELL = ("benchmark", "split", "model", *ASSEMBLY_FIELDS, "strategy")  # + task_id, trial = one episode
-
-
-def _cell(row: dict) -> tuple:
-    return tuple(row.get(k) if row.get(k) is not None else ASSEMBLY_FIELDS.get(k) for k in EPISODE_CELL)
-
-
-def _label(cell: tuple) -> str:
-    """benchmark/split/model/strategy, plus the assembly settings that are not the defaults."""
-    named = dict(zip(EPISODE_CELL, cell))
-    extra = [f"{k}={named[k]}" for k, default in ASSEMBLY_FIELDS.items() if named[k] not in (default, None)
-             and k != "placement"]  # placement's default depends on the benchmark: shown only when it clashes
-    return "/".join(str(named[k]) for k in ("benchmark", "split", "model", "strategy")) + \
-        (f" [{', '.join(extra)}]" if extra else "")
-
-
-def run_overlaps(rows: list[dict]) -> dict[tuple[str, str], list[tuple]]:
-    """{(earlier run_dir, later run_dir): the episodes (cell + task, trial) both hold}."""
-    owner: dict[tuple, str] = {}
-    clashes: dict[tuple[str, str], list[tuple]] = {}
-    for row in rows:
-        key = (*_cell(row), str(row["task_id"]), row.get("trial", 0))
-        first = owner.setdefault(key, row["run_dir"])
-        if first != row["run_dir"]:
-            clashes.setdefault((first, row["run_dir"]), []).append(key)
-    return clashes
-
-
-def overlap_message(clashes: dict[tuple[str, str], list[tuple]]) -> str:
-    parts = []
-    for (a, b), keys in clashes.items():
-        *cell, task, trial = keys[0]
-        parts.append(f"{a} and {b} hold the same {len(keys)} episode(s) (e.g. {_label(tuple(cell))} "
-                     f"task {task} trial {trial})")
-    return ("; ".join(parts) + ": counting them together would add them as extra trials. Give one run per cell, or "
-            "pass --pool-runs (make ... POOL=1) to pool them as distinct trials (trial seeds repeat)")
-
-
-def pool_runs(rows: list[dict], clashes: dict[tuple[str, str], list[tuple]]) -> list[str]:
-    """Renumber, in place, the trials of every cell that two runs share: each later run's trials follow the
-    earlier runs' (`trial_in_run` keeps the original). Returns the lines that say so."""
-    shared = {key[:-2] for keys in clashes.values() for key in keys}
-    runs: dict[tuple, dict[str, int]] = {}  # cell -> run_dir -> its highest trial, in order of appearance
-    seeds: dict[tuple, dict[str, set]] = {}  # cell -> run_dir -> the trial seeds its records carry
-    for row in rows:
-        cell = _cell(row)
-        if cell in shared:
-            seen = runs.setdefault(cell, {})
-            seen[row["run_dir"]] = max(seen.get(row["run_dir"], -1), int(row.get("trial", 0)))
-            seeds.setdefault(cell, {}).setdefault(row["run_dir"], set()).add(row.get("seed"))
-    lines = []
-    for cell, tops in runs.items():
-        offsets, start = {}, 0
-        for run_dir, top in tops.items():
-            offsets[run_dir], start = start, start + top + 1
-        for row in rows:
-            if _cell(row) == cell:
-                row["trial_in_run"] = row.get("trial", 0)
-                row["trial"] = row["trial_in_run"] + offsets[row["run_dir"]]
-        spans = ", ".join(f"{run} as trials {o}-{o + tops[run]}" for run, o in offsets.items())
-        per_run = list(seeds[cell].values())
-        repeat = any(a & b - {None} for i, a in enumerate(per_run) for b in per_run[:i]) or \
-            all(s == {None} for s in per_run)  # records without a seed: the same benchmark.seed is likely
-        lines.append(f"--pool-runs: {_label(cell)}: {spans}; " + (
-            "trial seeds repeat across these runs, so the pooled trials are re-runs with the same seeds, not "
-            "fresh ones" if repeat else "the runs' trial seeds differ"))
-    return lines
 
 
 def assembly_labels(df: pd.DataFrame) -> pd.Series:

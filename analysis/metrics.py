@@ -41,7 +41,7 @@ def with_assembly(df: pd.DataFrame) -> pd.DataFrame:
     return df if "assembly" in df else df.assign(assembly="")
 BASELINE = "none"
 PER_TASK = ["prompt_tokens", "cached_tokens", "cache_write_tokens", "completion_tokens", "memory_tokens", "tokens",
-            "steps", "answer_calls", "cost_usd"]
+            "steps", "answer_calls", "cost_usd", "user_cost_usd", "judge_cost_usd"]
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:

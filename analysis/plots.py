@@ -1,9 +1,12 @@
 """Plots (matplotlib, Agg): each function draws one figure from the analysis DataFrames and saves PNG + SVG.
 
 * success_vs_tokens: per (benchmark, split, model), one point per strategy, 95% CI bars, Pareto front marked.
+* success_vs_cost: the same with USD per task (all roles, memory build amortised) on x; priced rows only.
 * memory_vs_steps: delivered memory tokens at each agent step, mean over tasks, one line per strategy.
 * memory_growth: guidelines in the memory artifact over adaptation updates (from memory history files).
 * strategy_bars: success per strategy with 95% CI, grouped by model.
+* dose_response: success vs delivered memory tokens per strategy family, `none` as a band (docs/dose.md).
+* learning_curves: online learners' rolling success and memory size vs episodes seen, per trial stream.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from analysis import fmt  # noqa: E402
+from analysis import curves, fmt  # noqa: E402
 from analysis.metrics import CELL, with_assembly  # noqa: E402
 
 
@@ -69,6 +72,34 @@ def success_vs_tokens(summary: pd.DataFrame, out_dir: Path) -> list[Path]:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="best")
     return save(fig, out_dir, "success_vs_tokens")
+
+
+def success_vs_cost(summary: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """As success_vs_tokens with USD per task on x (agent + user simulator + judge, memory build amortised;
+    analysis.costs): one point per strategy per model, 95% CI bars, the Pareto front circled. Unpriced rows
+    are left out; no priced row, no figure."""
+    if "usd+build/task" not in summary:
+        return []
+    priced = summary[summary["usd+build/task"].notna()]
+    cells = list(priced.groupby(CELL, sort=False, dropna=False))
+    if not cells:
+        return []
+    fig, axes = plt.subplots(1, len(cells), figsize=(5.2 * len(cells), 4.2), squeeze=False)
+    for ax, (key, cell) in zip(axes[0], cells):
+        for _, r in cell.iterrows():
+            y = 100 * r["success"]
+            err = [[y - 100 * r["success_lo"]], [100 * r["success_hi"] - y]]
+            ax.errorbar(r["usd+build/task"], y, yerr=err, fmt="o", capsize=4, label=r["strategy"])
+        front = pareto_front(cell, "usd+build/task", "success")
+        ax.plot(front["usd+build/task"], 100 * front["success"], "--o", color="grey", lw=1, ms=14, mfc="none",
+                label="Pareto front (circled)")
+        ax.set_xlabel("USD per task (agent + user + judge, memory build amortised)")
+        ax.set_ylabel("success rate (%, 95% CI over tasks)")
+        ax.set_title(_cell_title(key), fontsize=10)
+        ax.set_ylim(-5, 105)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="best")
+    return save(fig, out_dir, "success_vs_cost")
 
 
 def line_plot(lines: dict[str, pd.Series], xlabel: str, ylabel: str, title: str, out_dir: Path,
@@ -136,6 +167,68 @@ def strategy_bars(summary: pd.DataFrame, out_dir: Path) -> list[Path]:
     return save(fig, out_dir, "strategy_bars")
 
 
-def all_plots(summary: pd.DataFrame, steps: pd.DataFrame, history: pd.DataFrame, out_dir: Path) -> list[Path]:
-    return (success_vs_tokens(summary, out_dir) + memory_vs_steps(steps, out_dir)
-            + memory_growth(history, out_dir) + strategy_bars(summary, out_dir))
+def dose_response(summary: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Success vs delivered memory tokens per strategy family (curves.dose_points), CIs as bars, the `none`
+    baseline as a band; one panel per (benchmark, split, model, assembly) cell. No dose cells, no figure."""
+    cells = curves.dose_points(summary)
+    if not cells:
+        return []
+    fig, axes = plt.subplots(1, len(cells), figsize=(6.0 * len(cells), 4.4), squeeze=False)
+    for ax, (key, cell) in zip(axes[0], cells.items()):
+        if cell["baseline"] is not None:
+            y, lo, hi = (100 * v for v in cell["baseline"])
+            ax.axhspan(lo, hi, color="grey", alpha=0.2, label="none (95% CI)")
+            ax.axhline(y, color="grey", lw=1)
+        for name, points in cell["points"].groupby("family", sort=False):
+            points = points.dropna(subset=["tokens"])
+            x = points["tokens"].clip(lower=1)  # log axis: a zero-token dose sits at 1
+            y = 100 * points["success"]
+            options = sorted({v.split("=")[0] for v in points["variant"].dropna()})
+            ax.errorbar(x, y, yerr=[y - 100 * points["lo"], 100 * points["hi"] - y], fmt="-o", capsize=3,
+                        label=f"{name} ({', '.join(options)})" if options else name)
+            for xi, yi, v in zip(x, y, points["variant"]):  # the dose itself; the option is in the legend
+                ax.annotate(v.split("=", 1)[-1] if v else "default", (xi, yi), fontsize=7, xytext=(3, 3),
+                            textcoords="offset points")
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.set_xlabel("delivered memory tokens per task (mean; log scale)")
+        ax.set_ylabel("success rate (%, 95% CI over tasks)")
+        ax.set_title(_cell_title(key), fontsize=10)
+        ax.set_ylim(-5, 105)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="best")
+    return save(fig, out_dir, "dose_response")
+
+
+def learning_curves(records: pd.DataFrame | None, out_dir: Path) -> list[Path]:
+    """Online learners: rolling success (95% Wilson band) vs episodes seen, one line per trial stream, and the
+    memory's size on a second axis (dashed). No learner's records, no figure."""
+    points = curves.learning_points(records) if records is not None else pd.DataFrame()
+    if points.empty:
+        return []
+    panels = list(points.groupby([*CELL, "strategy"], sort=False, dropna=False))
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.4 * len(panels), 4.4), squeeze=False)
+    for ax, (key, panel) in zip(axes[0], panels):
+        size_ax = ax.twinx()
+        for (run_dir, trial), stream in panel.groupby(["run_dir", "trial"], sort=False):
+            name = f"stream {trial}" + (f" ({Path(str(run_dir)).name})" if panel["run_dir"].nunique() > 1 else "")
+            line, = ax.plot(stream["episodes_seen"], 100 * stream["rate"], label=name)
+            ax.fill_between(stream["episodes_seen"], 100 * stream["lo"], 100 * stream["hi"], color=line.get_color(),
+                            alpha=0.15)
+            if stream["memory_size"].notna().any():
+                size_ax.plot(stream["episodes_seen"], stream["memory_size"], "--", color=line.get_color(), lw=1)
+        ax.set_xlabel("episodes seen by this stream before the episode")
+        ax.set_ylabel(f"success (%, rolling {curves.WINDOW}, 95% Wilson band)")
+        size_ax.set_ylabel("memory size (bullets / guidelines; dashed)")
+        ax.set_ylim(-5, 105)
+        ax.set_title(f"{key[-1]}: {_cell_title(key[:-1])}", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left")
+    return save(fig, out_dir, "learning_curves")
+
+
+def all_plots(summary: pd.DataFrame, steps: pd.DataFrame, history: pd.DataFrame, out_dir: Path,
+              records: pd.DataFrame | None = None) -> list[Path]:
+    return (success_vs_tokens(summary, out_dir) + success_vs_cost(summary, out_dir) + memory_vs_steps(steps, out_dir)
+            + memory_growth(history, out_dir) + strategy_bars(summary, out_dir)
+            + dose_response(summary, out_dir) + learning_curves(records, out_dir))

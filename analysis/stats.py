@@ -31,6 +31,20 @@ def bootstrap_ci(values, n_boot: int = N_BOOT, alpha: float = ALPHA, seed: int =
     return float(lo), float(hi)
 
 
+def wilson_ci(successes: int, n: int, alpha: float = ALPHA) -> tuple[float, float]:
+    """Wilson score interval of a binomial rate: honest for a few trials, where a bootstrap collapses to [1, 1]
+    after an all-success run."""
+    if n == 0:
+        return float("nan"), float("nan")
+    from scipy.stats import norm
+
+    z = float(norm.ppf(1 - alpha / 2))
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
 def mcnemar_exact(a_only: int, b_only: int) -> float:
     """Two-sided exact McNemar p-value from the discordant pairs (binomial, p = 1/2)."""
     n = a_only + b_only

@@ -18,8 +18,8 @@ from analysis.load import add_pool_option, load_records
 from analysis.metrics import infra_imbalance, summarize
 from analysis.power import flag_underpowered
 from analysis.fmt import plain
-from analysis.tables import (COMPACT_NOTE, compact_display, exclusions, markdown, notes, scenario_warnings,
-                             strategies_display, view_line)
+from analysis.displays import COMPACT_NOTE, compact_display, markdown, scenario_warnings, strategies_display
+from analysis.tables import exclusions, notes, view_line
 
 WIDTH = 160  # a terminal's width for the default view (`--wide` lifts it)
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from harness.benchmarks.tau2_bench import Tau2Benchmark  # noqa: E402
+from harness.benchmarks.tau2.adapter import Tau2Benchmark  # noqa: E402
 from harness.run import compose_job  # noqa: E402  (the config composition the CLI uses)
 from harness.runner import run_job  # noqa: E402
-from harness.scripted.oracle import install  # noqa: E402
+from harness.serving.models import serve_scripted  # noqa: E402
 
 
 def tau2_replay(n: int, bench: Tau2Benchmark, domain: str) -> float:
@@ -58,9 +58,9 @@ def main() -> None:
     parser.add_argument("--conc-trials", type=int, default=16)
     parser.add_argument("--only", choices=("overhead", "concurrency"), help="run one of the two figures")
     args = parser.parse_args()
-    install()
     runs = Path(tempfile.mkdtemp(prefix="memdeliv-bench-"))
     cfg = compose_job(["model=oracle", f"benchmark.limit={args.tasks}"])
+    serve_scripted(cfg.model.name)  # tau2's own run_task below calls the oracle outside any job
     bench = Tau2Benchmark(cfg.benchmark)
     tasks = bench.tasks()
     tau2_replay(1, bench, "retail")  # warm both paths once

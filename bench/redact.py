@@ -26,7 +26,7 @@ SAMPLE_MEMORY = ROOT / "strategies" / "samples" / "tau2_sample.jsonl"
 
 from harness.store import redact, redact_text  # noqa: E402
 
-# --- baseline: harness/store.py before the compiled redactor (every env var scanned for every string) ----
+# --- baseline: harness/store/run_store.py before the compiled redactor (every env var scanned for every string) ----
 _OLD_KEY = re.compile(r"(api[_-]?key|secret|password|passwd|authorization|access[_-]?token|auth[_-]?token|bearer)",
                       re.I)
 _OLD_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.I)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-PLACEMENTS = ("after_policy", "first_user_message", "end_of_conversation")  # τ²; see harness/assembly.py
+from harness.assembly.options import DEFAULT_PLACEMENT, DEFAULTS as ASSEMBLY_DEFAULTS, MAX_OBSERVATION_CHARS
+
+CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "configs")  # Hydra's config folder
 TOOL_MODES = ("native", "prompted", "auto")
 
 
@@ -23,13 +26,19 @@ class ModelConfig:
     retry_backoff_s: float = 2.0
     scripted: bool = False  # scripted (fake) models get the task id through LiteLLM metadata
     tool_mode: str = "native"  # native | prompted (schemas in the system prompt, text replies) | auto
-    gguf: Optional[str] = None  # a GGUF file to serve locally (harness/local_server.py); "bundled" = SmolLM2-135M
+    gguf: Optional[str] = None  # GGUF file to serve locally (harness/serving/local_server.py); "bundled" = SmolLM2-135M
     n_ctx: int = 8192  # context size of the local server
     server_args: Dict[str, Any] = field(default_factory=dict)  # more llama_cpp.server flags, e.g. n_gpu_layers
     profile: Optional[str] = None  # model=simulated only: strong | small (strategies/simulated_world.py)
     world: Optional[str] = None  # model=simulated only: the artifact of `make simulated-memory`
     context_window: Optional[int] = None  # prompt + reply tokens; None = n_ctx (local) or LiteLLM's model info
     prompt_caching: bool = True  # mark the stable prefix with cache_control where the provider needs it (Anthropic)
+    # USD per 1M tokens, overriding LiteLLM's price map (a model it does not price, or a negotiated price);
+    # in and out together, cached / cache_write default to in (strategies/prices.py, docs/cost.md)
+    price_per_mtok_in: Optional[float] = None
+    price_per_mtok_out: Optional[float] = None
+    price_per_mtok_cached: Optional[float] = None
+    price_per_mtok_cache_write: Optional[float] = None
 
 
 def open_options() -> DictConfig:
@@ -44,6 +53,9 @@ def open_options() -> DictConfig:
 class StrategyConfig:
     name: str = MISSING
     options: Dict[str, Any] = field(default_factory=open_options)
+    # a label for this setting of the strategy's options (e.g. "top_k=3", configs/strategy/dose/): part of the job
+    # key and the record (`strategy_variant`), so cells of one strategy with different options never collide
+    variant: Optional[str] = None
 
 
 @dataclass
@@ -57,10 +69,11 @@ class BenchmarkConfig:
     seed: int = 300
     max_steps: int = 200  # tau2's default
     max_errors: int = 10
-    placement: str = "after_policy"  # valid values depend on the benchmark (its adapter's `placements`)
-    max_observation_chars: Optional[int] = 20000  # longer tool / execution output is cut, with a note; null = never
-    context_policy: str = "fail"  # fail | priority_drop (harness/assembly.py)
-    answer_mode: str = "plain"  # plain | rebuild (reply to the user regenerated from a clean request)
+    # request assembly (harness/assembly/options.py: valid values and defaults)
+    placement: str = DEFAULT_PLACEMENT  # valid values depend on the benchmark (its adapter's `placements`)
+    max_observation_chars: Optional[int] = MAX_OBSERVATION_CHARS  # longer tool / code output is cut; null = never
+    context_policy: str = ASSEMBLY_DEFAULTS["context_policy"]  # fail | priority_drop
+    answer_mode: str = ASSEMBLY_DEFAULTS["answer_mode"]  # plain | rebuild (the reply regenerated from a clean request)
     step_timeout_s: float = 100.0  # AppWorld: one code execution (AppWorld's own default is 100 s)
     data_dir: Optional[str] = None  # τ²: a folder laid out like tau2-bench's data/ (else $TAU2_DATA_DIR, else packaged)
     judge_model: Optional[str] = None  # τ²: LiteLLM model judging NL_ASSERTION tasks (required when a task has them)
@@ -95,6 +108,8 @@ class RunConfig:
     retry_infra: bool = True  # on resume, episodes recorded as `infra` run again (attempt 2, 3, ...)
     allow_in_sample: bool = False  # evaluate on tasks the memory learned from (rows labelled IN-SAMPLE)
     analysis: Dict[str, Any] = field(default_factory=dict)  # experiment configs name their analysis view here
+    # USD cap on what the run directory spends (recorded costs, every role); null = none (docs/cost.md)
+    budget_usd: Optional[float] = None
 
 
 def job_memory(cfg: Any) -> Optional[str]:
@@ -108,7 +123,7 @@ def register_schemas() -> None:
 
 
 def _gguf_alias(value: str) -> str:
-    from harness.local_server import alias_for
+    from harness.serving.local_server import alias_for
 
     return alias_for(str(value))
 
@@ -117,25 +132,20 @@ def _gguf_alias(value: str) -> str:
 OmegaConf.register_new_resolver("gguf_alias", _gguf_alias, replace=True)
 
 
-def register_plugin_benchmarks(names: List[str], config_dir: str) -> None:
+def register_plugin_benchmarks(names: List[str], config_dir: str, default_placement: Callable[[str], str]) -> None:
     """Entry-point benchmarks without a YAML file of their own become `benchmark=` choices too, placed where
-    their adapter says by default (harness/benchmarks/registry.py)."""
-    from pathlib import Path
-
-    from harness.benchmarks import adapter_class
-
+    their adapter says by default (`default_placement(name)`, from harness/benchmarks/registry.py: the caller
+    passes it, so the config layer imports no benchmark)."""
     cs = ConfigStore.instance()
     have = {p.stem for p in (Path(config_dir) / "benchmark").glob("*.yaml")}
     for name in names:
         if name not in have:
-            node = BenchmarkConfig(name=name, domain=name, placement=adapter_class(name).default_placement)
+            node = BenchmarkConfig(name=name, domain=name, placement=default_placement(name))
             cs.store(group="benchmark", name=name, node=node)
 
 
 def register_plugin_strategies(names: List[str], config_dir: str) -> None:
     """Entry-point strategies without a YAML file of their own become group options too."""
-    from pathlib import Path
-
     cs = ConfigStore.instance()
     have = {p.stem for p in (Path(config_dir) / "strategy").glob("*.yaml")}
     for name in names:

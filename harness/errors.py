@@ -5,7 +5,7 @@ limit, timeout, a dead engine worker) leaves the denominator of success rates. E
 ordinary failed episode, so a treatment that breaks the agent (an overflowing prompt, a request the provider
 refuses, a crashing strategy) is charged for it. Upstream tau2 does the same: it drops only simulations that
 raised an infrastructure error after its retries, and counts USER_ERROR terminations as failures. Which
-provider error ends as which label: harness/provider_errors.py.
+provider error ends as which label: harness/serving/provider_errors.py.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
-from harness.model_client import ContextOverflow, InfraError, RequestRejected
+from harness.serving.model_client import ContextOverflow, InfraError, RequestRejected
 
 INFRA = "infra"
 CONTEXT_OVERFLOW = "context_overflow"

@@ -10,7 +10,7 @@ import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-from harness.model_client import Usage, count_tokens
+from harness.serving.model_client import Usage, count_tokens
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class StepEntry:
 
 
 _steps_lock = threading.Lock()
-_steps_taken = 0  # agent steps ledgered in this process, for progress within long episodes (harness/progress.py)
+_steps_taken = 0  # agent steps ledgered in this process, for progress within long episodes (harness/runner/progress.py)
 
 
 def steps_taken() -> int:

@@ -27,12 +27,12 @@ from hydra.errors import OverrideParseException
 from omegaconf import DictConfig, OmegaConf
 
 import strategies
-from harness.assembly import ANSWER_MODES, CONTEXT_POLICIES
-from harness import benchmarks, provenance, secrets
-from harness.config import (TOOL_MODES, job_memory, register_plugin_benchmarks, register_plugin_strategies,
-                             register_schemas)
+from harness.assembly import options as assembly_options
+from harness import benchmarks, secrets
+from harness.memory import provenance
+from harness.config import (CONFIG_DIR, TOOL_MODES, job_memory, register_plugin_benchmarks,
+                             register_plugin_strategies, register_schemas)
 
-CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "configs")
 _OVERRIDE = re.compile(r"^(\+{0,2})([\w.\-]+)=(.+)$")
 
 
@@ -92,7 +92,7 @@ def with_config_sweeps(overrides: list[str]) -> list[str]:
 def check_job(cfg: DictConfig, sweep: list[str] | None = None) -> None:
     """Semantic checks Hydra's type validation cannot do; all before anything is written. `sweep`: the
     strategies of the whole sweep (their options are not typos for this job's strategy)."""
-    from harness import executors
+    from harness.runner import executors
 
     try:
         executors.check_options(cfg.executor)
@@ -106,11 +106,11 @@ def check_job(cfg: DictConfig, sweep: list[str] | None = None) -> None:
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"strategy.options: {exc}") from None
     bench = benchmarks.create(cfg.benchmark)
-    if cfg.benchmark.placement not in bench.placements:
-        raise ConfigError(f"benchmark.placement={cfg.benchmark.placement!r}; valid: {', '.join(bench.placements)}")
-    for key, valid in (("context_policy", CONTEXT_POLICIES), ("answer_mode", ANSWER_MODES)):
-        if cfg.benchmark[key] not in valid:
-            raise ConfigError(f"benchmark.{key}={cfg.benchmark[key]!r}; valid: {', '.join(valid)}")
+    try:
+        assembly_options.check(cfg.benchmark.placement, cfg.benchmark.context_policy, cfg.benchmark.answer_mode,
+                               placements=bench.placements)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     for field in ("trials", "concurrency"):
         node = cfg.benchmark if field == "trials" else cfg
         if node[field] < 1:
@@ -131,7 +131,7 @@ def check_job(cfg: DictConfig, sweep: list[str] | None = None) -> None:
     if cfg.model.tool_mode not in TOOL_MODES:
         raise ConfigError(f"model.tool_mode={cfg.model.tool_mode!r}; valid: {', '.join(TOOL_MODES)}")
     if cfg.model.gguf:
-        from harness.local_server import LocalServerError, resolve_gguf, runtime_available
+        from harness.serving.local_server import LocalServerError, resolve_gguf, runtime_available
 
         if not runtime_available():
             raise ConfigError("model.gguf is set but llama-cpp-python is not installed: run `make setup`")
@@ -149,12 +149,40 @@ def check_job(cfg: DictConfig, sweep: list[str] | None = None) -> None:
             raise ConfigError(str(exc)) from None
     if cfg.model.api_key_env and not os.environ.get(cfg.model.api_key_env):
         raise ConfigError(f"model.api_key_env={cfg.model.api_key_env} but that variable is not set")
-    from harness.credentials import ModelCheckError, check_models
+    from harness.serving.credentials import ModelCheckError, check_models
 
     try:  # every model of the job (agent, user simulator, judge): routable, and its key in the environment
         check_models(cfg, judge_used=bench.needs_judge())
     except ModelCheckError as exc:
         raise ConfigError(str(exc)) from None
+    check_prices(cfg, judge_used=bench.needs_judge())
+
+
+def check_prices(cfg: DictConfig, judge_used: bool) -> None:
+    """model.price_per_mtok_* well formed; with budget_usd, every model of the job priced (LiteLLM's map or the
+    override) and the threads executor (the budget admits episodes in this process), docs/cost.md."""
+    from strategies import prices
+
+    try:
+        prices.check_override(cfg.model)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    budget = cfg.get("budget_usd")
+    if budget is None:
+        return
+    if not budget > 0:
+        raise ConfigError(f"budget_usd must be > 0 (USD), got {budget}")
+    if cfg.executor.name != "threads":
+        raise ConfigError("budget_usd needs executor=threads: the budget decides in this process which episode "
+                          "may start, and Ray queues them all at once")
+    models = {cfg.model.name: cfg.model, cfg.model.user_name or cfg.model.name: None}
+    if judge_used and cfg.benchmark.get("judge_model"):
+        models.setdefault(cfg.benchmark.judge_model, None)
+    for name, own in models.items():
+        override = cfg.model if name == cfg.model.name else None
+        if prices.price_of(name, override) is None:
+            raise ConfigError(f"budget_usd is set but {name} has no price in LiteLLM's map, so spending could not "
+                              "be counted: give model.price_per_mtok_in and model.price_per_mtok_out")
 
 
 def check_memory_by_strategy(cfg: DictConfig) -> None:
@@ -179,11 +207,17 @@ def check_memory_by_strategy(cfg: DictConfig) -> None:
                               "learn one with `make ace` on train")
 
 
-def compose_job(overrides: list[str]) -> DictConfig:
-    """One job's config exactly as the CLI composes it (for scripts and tests that call run_job)."""
+def register_plugins() -> None:
+    """The schema, and a config node for every entry-point strategy and benchmark without a YAML file."""
     register_schemas()
     register_plugin_strategies(strategies.available(), CONFIG_DIR)
-    register_plugin_benchmarks(benchmarks.available(), CONFIG_DIR)
+    register_plugin_benchmarks(benchmarks.available(), CONFIG_DIR,
+                               lambda name: benchmarks.adapter_class(name).default_placement)
+
+
+def compose_job(overrides: list[str]) -> DictConfig:
+    """One job's config exactly as the CLI composes it (for scripts and tests that call run_job)."""
+    register_plugins()
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
@@ -218,7 +252,7 @@ def validate(job_overrides: list[list[str]]) -> None:
 
 @hydra.main(config_path="../configs", config_name="config", version_base=None)
 def _job(cfg: DictConfig) -> Any:
-    from harness.model_client import ProviderUnusable
+    from harness.serving.model_client import ProviderUnusable
     from harness.runner import job_key, run_job
     from harness.store import RunStoreError
 
@@ -237,7 +271,7 @@ def _job(cfg: DictConfig) -> Any:
 
 def report_job(summary: dict[str, Any]) -> None:
     """The end-of-job line, and a warning when this model's strategies have different infra rates so far."""
-    from harness.infra_balance import infra_warning
+    from harness.runner.infra_balance import infra_warning
 
     errors = ", ".join(f"{label} {n}" for label, n in summary["errors"].items()) or "none"
     print(f"memdeliv: {summary['job']}: ran {summary['ran']}, resumed past {summary['skipped']}, "
@@ -253,9 +287,7 @@ def checked_command(argv: list[str]) -> tuple[list[str], list[str]]:
     with the reason. tests/test_documented_commands.py passes every documented command line through it."""
     flags = [a for a in argv if a.startswith("-")]
     overrides = protect_secrets([a for a in argv if not a.startswith("-")])
-    register_schemas()
-    register_plugin_strategies(strategies.available(), CONFIG_DIR)
-    register_plugin_benchmarks(benchmarks.available(), CONFIG_DIR)
+    register_plugins()
     if not any(o.split("=", 1)[0].lstrip("+") == "run_name" for o in overrides):
         overrides.append(f"run_name={datetime.now().strftime('%Y%m%d-%H%M%S')}")
     if not any(f in flags for f in ("--help", "-h", "--hydra-help", "--info", "-i", "--cfg", "-c")):

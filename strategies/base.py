@@ -55,7 +55,7 @@ class Trajectory:
 
     task: TaskView
     messages: tuple[dict[str, Any], ...]
-    reward: float | None  # None for an online learner not allowed ground truth (harness/retries.py)
+    reward: float | None  # None for an online learner not allowed ground truth (harness/runner/reflect_and_retry.py)
     success: bool | None
     feedback: str = ""  # evaluator report (DB check, unit tests) when the config allows it
     episode: str | None = None  # "<task_id>#<trial>" from the runner: lets a learner apply each episode once

@@ -48,6 +48,18 @@ class Consolidated:
     def merge_rows(self) -> list[dict[str, Any]]:
         return [{**asdict(m), "source_task_ids": list(m.source_task_ids)} for m in self.merges]
 
+    def member_counts(self) -> dict[str, int]:
+        """Inputs behind each output guideline, following merges into merged guidelines: ALTK-Evolve's support
+        (each input counting 1). They sum to the number of inputs when nothing was lost."""
+        into = {m.merged: m.into for m in self.merges}
+        counts = {g.id: 1 for g in self.guidelines}
+        for merged in into:
+            root = merged
+            while root in into:
+                root = into[root]
+            counts[root] += 1  # a KeyError here: a merge into a guideline that is not in the output
+        return counts
+
 
 def merge_messages(new: Guideline, candidates: Sequence[Guideline]) -> list[dict[str, str]]:
     listed = "\n".join(f"- id={g.id}: {g.text} (trigger: {g.trigger or 'n/a'})" for g in candidates)

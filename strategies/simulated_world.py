@@ -15,7 +15,7 @@ imports it without importing the harness.
   `[id] helpful=X harmful=Y :: text` (ACE). A bullet cut short by a budget or truncation is not delivered (but
   its tokens still count).
 * *Relevant* guidelines per task are planted in the artifact's `_meta.simulated.helps` ({guideline id: task ids}),
-  written by harness/simulated_memory.py; relevance is keyed by text, so ACE's renamed ids still count.
+  written by harness/memory/simulated.py; relevance is keyed by text, so ACE's renamed ids still count.
 * *Memory tokens* = the gpt-4o token count of every memory bullet line in the system and user messages.
 * One reading per episode: the simulated agent applies this to the prompt of the episode's FIRST agent step and
   keeps that p and draw for the whole episode (harness/scripted/simulated.py).

@@ -2,8 +2,9 @@
 for the exact scan, chosen by timing both options on this machine instead of assuming one.
 
 Why IVF (faiss `IndexIVFScalarQuantizer`, exact re-scoring) and not a graph index: on the 2-core development machine an IVF index over
-1,000,000 vectors of 384 dims builds in about 2 minutes, while HNSW (faiss or usearch) took 55-180 s for
-100,000 already; per-query times and recall@10 were comparable (docs/retrieval.md). hnswlib has no wheels.
+1,000,000 vectors of 384 dims builds in about 2-3 minutes, while HNSW (faiss or usearch) took 55-180 s for
+100,000 already (faiss HNSW M 16: ~10 min estimated at 1M) and, on the benchmark's clustered vectors with
+near-duplicates, found fewer of the exact top 10 (docs/retrieval.md). hnswlib has no wheels.
 """
 
 from __future__ import annotations
@@ -27,9 +28,14 @@ class IvfIndex:
     a query scans the `nprobe` lists whose centroids are closest. The lists hold 8-bit scalar-quantised copies
     (a quarter of the float32 memory, ~40% less scan time); the candidates found are re-scored exactly with
     `vectors`, which the index keeps a reference to (not a copy).
+
+    A search runs on `search_threads` OpenMP threads (1; None: faiss' default, all cores). One query is too
+    little work to share: faiss' threads only added a CPU tail (up to 6.5 ms for a 0.4 ms search at 1M) and, on
+    a busy machine, a wait for a second core (docs/retrieval.md). The setting is per calling thread and
+    restored after the search, so the build (k-means, adding) keeps all cores.
     """
 
-    def __init__(self, vectors: np.ndarray, nprobe: int = 16, seed: int = 0):
+    def __init__(self, vectors: np.ndarray, nprobe: int = 16, seed: int = 0, search_threads: int | None = 1):
         import faiss
 
         self._vectors = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -47,12 +53,23 @@ class IvfIndex:
         index.nprobe = min(nprobe, nlist)
         self._index = index
         self.size, self.nlist, self.nprobe = n, nlist, index.nprobe
+        self.search_threads = search_threads
 
     def search(self, query: np.ndarray, k: int) -> np.ndarray:
         """Up to k row numbers by decreasing exact similarity, ties by row number (as the exact scan breaks
         them); fewer when the probed lists hold fewer."""
+        import faiss
+
         query = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
-        _, ids = self._index.search(query.reshape(1, -1), min(k, self.size))
+        before = None
+        if self.search_threads is not None:
+            before = faiss.omp_get_max_threads()  # OpenMP's setting is per thread: this thread's, restored below
+            faiss.omp_set_num_threads(self.search_threads)
+        try:
+            _, ids = self._index.search(query.reshape(1, -1), min(k, self.size))
+        finally:
+            if before is not None:
+                faiss.omp_set_num_threads(before)
         ids = ids[0][ids[0] >= 0]
         return ids[np.lexsort((ids, -(self._vectors[ids] @ query)))]
 

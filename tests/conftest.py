@@ -35,7 +35,7 @@ def compose(*overrides: str):
     from hydra.core.global_hydra import GlobalHydra
 
     from harness.config import register_schemas
-    from harness.run import CONFIG_DIR
+    from harness.config import CONFIG_DIR
 
     register_schemas()
     GlobalHydra.instance().clear()
@@ -52,8 +52,8 @@ def runs_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def artifact(tmp_path_factory) -> Path:
-    """The simulated world's memory artifact (harness.simulated_memory) for the retail test tasks."""
-    from harness.simulated_memory import build
+    """The simulated world's memory artifact (harness.memory.simulated) for the retail test tasks."""
+    from harness.memory.simulated import build
     from strategies import save_memory
 
     guidelines, meta = build("tau2_retail", "test")

@@ -228,7 +228,7 @@ def test_budget_is_enforced_after_each_update_and_recorded():
     pb = book(("strategies", "Authenticate first.", 2, 0))
     budget = count(pb.render())  # no room for anything new
     roles.queue("curator", {"operations": [{"type": "ADD", "section": "others", "content": "Say goodbye."}]})
-    out, report = adapter(token_budget=budget, enforce_budget=True).step(pb, trajectory("x"))
+    out, report = adapter(playbook_token_budget=budget, enforce_budget=True).step(pb, trajectory("x"))
     assert report.deltas["added"] == ["misc-00002"] and [d["id"] for d in report.dropped] == ["misc-00002"]
     assert out == Playbook([pb.get("str-00001")], out.next_id) and report.tokens <= budget
 

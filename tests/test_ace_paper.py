@@ -8,12 +8,12 @@ from pathlib import Path
 
 from ace_fakes import MODEL, install_scripted_roles
 from conftest import read_records
-from harness import ace_adapt
-from harness.retries import read_retries
+from harness.memory import ace_adapt
+from harness.runner.reflect_and_retry import read_retries
 from strategies import StepView, TaskView, Trajectory
 from strategies.ace import AceSettings, Adapter, JsonLLM, Playbook
 from strategies.ace.roles import cited_ids
-from strategies.ace.strategy import AceOnline, token_counter
+from strategies.ace.online import AceOnline, token_counter
 
 TASK = TaskView("tau2_retail", "7", "I want to return a lamp")
 GOLD = "assistant: return_delivered_order_items({\"order_id\": \"#W1\"})"
@@ -106,7 +106,7 @@ def test_ground_truth_mode_puts_the_gold_actions_in_the_reflector_prompt(tmp_pat
 def test_cited_ids_are_read_from_turns_that_also_call_a_tool():
     from tau2.data_model.message import AssistantMessage, ToolCall, UserMessage
 
-    from harness.benchmarks.tau2_bench import trajectory_messages
+    from harness.benchmarks.tau2.results import trajectory_messages
 
     call = ToolCall(id="c1", name="get_order_details", arguments={"order_id": "#W1"})
     messages = [UserMessage(role="user", content="return my lamp"),

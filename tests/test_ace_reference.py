@@ -11,9 +11,10 @@ import litellm
 import pytest
 
 from ace_fakes import MODEL, install_scripted_roles
-from analysis.tables import analyse, strategies_display
+from analysis.displays import strategies_display
+from analysis.tables import analyse
 from conftest import read_records
-from harness import ace_adapt
+from harness.memory import ace_adapt
 from strategies.ace import AceSettings, Adapter, JsonLLM, Playbook, RoleError, apply_operations, load_playbook
 from strategies.ace.roles import cited_ids, cited_steps
 from strategies.base import TaskView, Trajectory

@@ -10,8 +10,8 @@ import pytest
 
 from ace_fakes import MODEL, install_scripted_roles
 from conftest import read_records
-from harness import ace_adapt
-from harness.model_client import count_tokens
+from harness.memory import ace_adapt
+from harness.serving.model_client import count_tokens
 from harness.runner import run_job
 from strategies.ace import load_playbook
 
@@ -74,3 +74,12 @@ def test_adaptation_rejects_bad_arguments(tmp_path, capsys):
     assert ace_adapt.main(["model=oracle", "benchmark=tau2_retail", "--runs-dir", str(tmp_path), "--val", "500",
                            "--dedup-threshold", "none"]) == 2
     assert "cannot hold out 500" in capsys.readouterr().err
+
+
+def test_the_old_token_budget_flag_names_its_new_name(capsys):
+    """`--token-budget` became `--playbook-token-budget` (it caps the playbook; budget_tokens caps a delivery)."""
+    with pytest.raises(SystemExit) as stop:
+        ace_adapt.parse_args(["model=oracle", "--token-budget", "500"])
+    assert stop.value.code == 2 and "--token-budget is now --playbook-token-budget" in capsys.readouterr().err
+    args = ace_adapt.parse_args(["model=oracle", "--playbook-token-budget", "500"])
+    assert "strategy.options.playbook_token_budget=500" in ace_adapt.online_options(args)

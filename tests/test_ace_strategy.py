@@ -13,7 +13,7 @@ from analysis.load import load_memory_history
 from analysis.plots import memory_growth
 from strategies import load_memory, StepView, StrategyContext, TaskView, Trajectory, create
 from strategies.ace import AceSettings, Adapter, JsonLLM, Playbook, load_playbook
-from strategies.ace.strategy import AceOnline, token_counter
+from strategies.ace.online import AceOnline, token_counter
 
 SAMPLE = "strategies/samples/ace_sample_playbook.jsonl"
 GUIDELINES = "strategies/samples/tau2_sample.jsonl"
@@ -52,7 +52,7 @@ def test_ace_trims_a_playbook_over_budget_and_records_it(tmp_path):
     # highest harmful - helpful is 0 (misc-00007, never used): it goes first; err-00003 (2 vs 1) stays
     budget = count(playbook.remove("misc-00007").render())
     strategy = create("ace", StrategyContext(memory_path=SAMPLE, model="gpt-4o", artifacts_dir=tmp_path,
-                                             options={"token_budget": budget, "enforce_budget": True}))
+                                             options={"playbook_token_budget": budget, "enforce_budget": True}))
     assert strategy.deliver(TASK, STEP).ids == [b.id for b in playbook.bullets if b.id != "misc-00007"]
     row = json.loads((tmp_path / "history.jsonl").read_text())
     assert row["event"] == "load" and [d["id"] for d in row["dropped"]] == ["misc-00007"]

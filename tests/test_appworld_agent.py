@@ -1,5 +1,5 @@
 """The AppWorld ReAct code agent on its own: per-step delivery, placement, truncation, step limit, and request
-assembly (context_policy=priority_drop, answer_mode=rebuild; harness/assembly.py).
+assembly (context_policy=priority_drop, answer_mode=rebuild; harness/assembly/).
 
 The engine is replaced by a plain function and the model by FakeCodeModel (a scripted stand-in named
 so); the real engine runs in test_appworld_engine.py.
@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 import pytest
 
 from harness import assembly
-from harness.benchmarks.appworld_agent import TRUNCATED, ReActCodeAgent, answer_only, extract_code, truncate
+from harness.benchmarks.appworld.agent import TRUNCATED, ReActCodeAgent, answer_only, extract_code, truncate
 from harness.ledger import Ledger, MemoryTokenCounter
-from harness.model_client import Completion, Usage
+from harness.serving.model_client import Completion, Usage
 from strategies import Delivery, Guideline, StrategyBase, TaskView
 
 SUPERVISOR = {"first_name": "Toy", "last_name": "Supervisor", "email": "toy@example.com", "phone_number": "555"}
@@ -53,9 +53,9 @@ class StepTaggedMemory(StrategyBase):
 def make_agent(replies, placement="first_user_message", max_steps=40, max_observation_chars=20000, **assembly_opts):
     model, strategy, ledger = FakeCodeModel(replies), StepTaggedMemory(), Ledger()
     view = TaskView(benchmark="appworld", task_id="abc1234_1", description="What is 2 + 3?")
-    opts = assembly.AssemblyOptions(placement=placement, **assembly_opts)
-    agent = ReActCodeAgent(model, strategy, view, ledger, MemoryTokenCounter("gpt-4o"), placement=placement,
-                           max_steps=max_steps, max_observation_chars=max_observation_chars, assembly_options=opts)
+    opts = assembly.AssemblyOptions(placement=placement, max_observation_chars=max_observation_chars, **assembly_opts)
+    agent = ReActCodeAgent(model, strategy, view, ledger, MemoryTokenCounter("gpt-4o"), max_steps=max_steps,
+                           assembly_options=opts)
     return agent, model, strategy, ledger
 
 
@@ -172,7 +172,7 @@ def test_priority_drop_then_drops_memory_and_says_so():
     assert model.prompts == []  # nothing sent
     base = tokens(_first_request())
     agent, model, _, ledger = make_agent([LONG], max_steps=1, context_policy="priority_drop", limit=base + 50)
-    agent.strategy = LongMemory()
+    agent.step.strategy = LongMemory()
     agent.run(SUPERVISOR, "What is 2 + 3?", lambda code: ("out", False))
     (prompt,) = model.prompts
     assert "<memory>" not in prompt[1]["content"] and "memory block, 1 items, was omitted" in prompt[1]["content"]
@@ -182,7 +182,7 @@ def test_priority_drop_then_drops_memory_and_says_so():
 
 def _first_request():
     """The first request without memory: what the instructions and the task alone weigh."""
-    from harness.benchmarks.appworld_agent import build_messages
+    from harness.benchmarks.appworld.agent import build_messages
     from strategies import EMPTY
 
     return build_messages(SUPERVISOR, "What is 2 + 3?", EMPTY, [])

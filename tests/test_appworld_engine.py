@@ -23,9 +23,9 @@ from omegaconf import OmegaConf
 from analysis import metrics
 from analysis.load import load_records
 from conftest import REPO, compose, read_records, run_cli
-from harness.benchmarks import appworld_pool
-from harness.benchmarks.appworld_bench import VENV_PYTHON, AppWorldBenchmark
-from harness.model_client import Completion, ModelClient, Usage
+from harness.benchmarks.appworld import pool as appworld_pool
+from harness.benchmarks.appworld.adapter import VENV_PYTHON, AppWorldBenchmark
+from harness.serving.model_client import Completion, ModelClient, Usage
 from harness.runner import run_job
 
 BUILDER = REPO / "tests" / "appworld_synthetic_root.py"
@@ -63,7 +63,7 @@ def my_workers() -> list[int]:
     pids = []
     for proc in Path("/proc").iterdir():
         try:
-            if not proc.name.isdigit() or "appworld_worker" not in (proc / "cmdline").read_text():
+            if not proc.name.isdigit() or "benchmarks/appworld/worker.py" not in (proc / "cmdline").read_text():
                 continue
             ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
@@ -189,7 +189,7 @@ def test_gold_solution_is_the_tasks_solution_code_where_the_split_ships_one(appw
     assert missing is None and my_workers() == []
 
 
-# --- request assembly on AppWorld (harness/assembly.py) -----------------------------------------------
+# --- request assembly on AppWorld (harness/assembly/) ------------------------------------------------
 PRINTS = "I look.\n```python\nprint(' '.join(str(i) for i in range(400)))\n```"  # ~800 tokens of output per step
 
 

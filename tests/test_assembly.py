@@ -1,4 +1,4 @@
-"""Request assembly (harness/assembly.py) end to end: budget notes, priority_drop, rebuild, placement.
+"""Request assembly (harness/assembly/) end to end: budget notes, priority_drop, rebuild, placement.
 
 The agent model is RecordingAgent, a SCRIPTED LiteLLM provider (not a language model) that keeps every
 request it received, so each test checks the prompt the model actually got.
@@ -197,11 +197,11 @@ def test_priority_drop_order_on_a_hand_made_request():
                     {"role": "tool", "tool_call_id": f"c{i}", "content": f"result {i} " + "y " * 400},
                     {"role": "assistant", "content": f"answer {i}"}, {"role": "user", "content": f"next {i}"}]
     history[-1]["content"] = "LATEST question"
-    whole = assembly.assemble("POLICY", history, memory, placement="after_policy", model="gpt-4o",
+    whole = assembly.assemble("POLICY", history, memory, assembly.chat_layout("after_policy", "gpt-4o"),
                               policy="priority_drop", limit=10 ** 6, measure=words)
     assert whole.summarised_turns == 0 and whole.delivery is memory
     size = words(whole.messages)
-    turns = assembly.assemble("POLICY", history, memory, placement="after_policy", model="gpt-4o",
+    turns = assembly.assemble("POLICY", history, memory, assembly.chat_layout("after_policy", "gpt-4o"),
                               policy="priority_drop", limit=size - 100, measure=words)
     assert turns.summarised_turns > 0 and turns.delivery.ids == memory.ids  # turns go before memory
     text = text_of(turns.messages)
@@ -210,17 +210,17 @@ def test_priority_drop_order_on_a_hand_made_request():
     limit, tight = size, turns
     while not tight.context_dropped:  # the largest limit at which memory has to give way
         limit -= 10
-        tight = assembly.assemble("POLICY", history, memory, placement="after_policy", model="gpt-4o",
+        tight = assembly.assemble("POLICY", history, memory, assembly.chat_layout("after_policy", "gpt-4o"),
                                   policy="priority_drop", limit=limit, measure=words)
     assert tight.summarised_turns == 11  # by then every turn before the latest user message was folded
     assert tight.context_dropped and tight.context_dropped == tuple(memory.ids[-len(tight.context_dropped):])
     assert "lower-priority lessons omitted" in tight.messages[0]["content"]
     assert tight.messages[0]["content"].startswith("POLICY") and tight.messages[-1]["content"] == "LATEST question"
     with pytest.raises(assembly.ContextOverflow):
-        assembly.assemble("POLICY", history, memory, placement="after_policy", model="gpt-4o",
+        assembly.assemble("POLICY", history, memory, assembly.chat_layout("after_policy", "gpt-4o"),
                           policy="priority_drop", limit=20, measure=words)
     plain = assembly.Delivery(tuple(items), "PLUGIN BLOCK " + "z " * 200)  # a plugin without refit
-    gone = assembly.assemble("POLICY", history, plain, placement="after_policy", model="gpt-4o",
+    gone = assembly.assemble("POLICY", history, plain, assembly.chat_layout("after_policy", "gpt-4o"),
                              policy="priority_drop", limit=limit, measure=words)
     assert "PLUGIN BLOCK" not in text_of(gone.messages) and "was omitted to fit the context window" in text_of(
         gone.messages) and set(gone.context_dropped) == {g.id for g in items}
@@ -236,7 +236,7 @@ def test_priority_drop_in_a_single_turn_keeps_the_latest_tool_round():
                      "function": {"name": "lookup", "arguments": "{}"}}]},
                     {"role": "tool", "tool_call_id": f"c{i}", "content": f"RESULT{i} " + "y " * 300}]
     size = words(assembly.place("POLICY", history, "", "after_policy", "gpt-4o"))
-    out = assembly.assemble("POLICY", history, assembly.Delivery(), placement="after_policy", model="gpt-4o",
+    out = assembly.assemble("POLICY", history, assembly.Delivery(), assembly.chat_layout("after_policy", "gpt-4o"),
                             policy="priority_drop", limit=size // 2, measure=words)
     assert 0 < out.summarised_turns < 6 and words(out.messages) <= size // 2
     assert out.messages[-1]["content"].startswith("RESULT5") and out.messages[-1]["content"] == history[-1]["content"]
@@ -254,10 +254,10 @@ def test_priority_drop_last_trims_the_summary_itself_after_memory():
                      "function": {"name": "lookup", "arguments": "{}"}}]},
                     {"role": "tool", "tool_call_id": f"c{i}", "content": f"RESULT{i} " + "y " * 10}]
     memory = assembly.Delivery((), "MEMORY " * 50)  # no refit: dropped whole, with a note
-    folded_all = assembly.assemble("POLICY", history, memory, placement="after_policy", model="gpt-4o",
+    folded_all = assembly.assemble("POLICY", history, memory, assembly.chat_layout("after_policy", "gpt-4o"),
                                    policy="priority_drop", limit=10 ** 6, measure=words)
     size = words(folded_all.messages)
-    out = assembly.assemble("POLICY", history, memory, placement="after_policy", model="gpt-4o",
+    out = assembly.assemble("POLICY", history, memory, assembly.chat_layout("after_policy", "gpt-4o"),
                             policy="priority_drop", limit=size // 4, measure=words)
     text = text_of(out.messages)
     assert words(out.messages) <= size // 4 and "MEMORY" not in text  # memory went before the summary shrank

@@ -1,4 +1,4 @@
-"""`harness.build_memory`: train split only, and the whole offline pipeline with the scripted oracle + reflector."""
+"""`harness.memory.build`: train split only, and the whole offline pipeline with the scripted oracle + reflector."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import strategies
-from harness.build_memory import BuildError, build, collect_overrides, load_trajectories, main
+from harness.memory.build import BuildError, build, collect_overrides, load_trajectories, main
 from scripted_reflector import MODEL as FAKE_REFLECTOR
 from scripted_reflector import install as install_fake_reflector
 
@@ -25,6 +25,16 @@ def test_cli_refuses_test_split_before_running_anything(tmp_path, capsys):
     assert main(["--name", "t", "--runs-dir", str(tmp_path), "--", "model=oracle", "benchmark.split=test"]) == 2
     assert "train split only" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("bad", [["--consolidation", "lossless", "--target", "3"], ["--target", "5"],
+                                 ["--consolidation", "lossy", "--target", "0"]])
+def test_cli_refuses_a_bad_lossy_target_before_running_anything(tmp_path, capsys, bad):
+    assert main(["--name", "t", "--runs-dir", str(tmp_path), *bad, "--", "model=oracle"]) == 2
+    assert "target" in capsys.readouterr().err and not any(tmp_path.iterdir())
+    with pytest.raises(SystemExit) as exit_:  # an unknown mode: argparse's own error
+        main(["--name", "t", "--runs-dir", str(tmp_path), "--consolidation", "lossier", "--", "model=oracle"])
+    assert exit_.value.code == 2 and not any(tmp_path.iterdir())
 
 
 def test_collect_extract_consolidate_offline(tmp_path):
@@ -52,13 +62,24 @@ def test_collect_extract_consolidate_offline(tmp_path):
         assert g.support == len(set(g.source_task_ids))
     report = json.loads((run / "build.json").read_text())
     assert report["trajectories"] == 3 and report["extractor_usage"]["calls"] >= 3
-    assert meta["consolidation"] == "altk" and meta["merge_threshold_on"] == "source task texts"  # the default
+    assert meta["consolidation"] == "lossless" and meta["merge_threshold_on"] == "source task texts"  # the default
+    assert report["support_conserved"] == {"extracted": len(extracted), "attributed": len(extracted)}
     assert report["consolidation_usage"].get("calls", 0) == report["consolidation_llm_calls"]
     # text consolidation merges equal guideline texts whatever the task: the opening tool repeats in all 3 tasks
     text_summary = build(Path(run), tmp_path / "text.jsonl", consolidation="text")
     by_text, text_meta = strategies.load_memory(tmp_path / "text.jsonl")
     assert text_meta["consolidation"] == "text" and text_summary["consolidation_usage"].get("calls", 0) == text_summary["consolidation_llm_calls"]
     assert max(g.support for g in by_text) == len({r["task_id"] for r in records})
+    # lossy towards 2 guidelines; the consolidator is the SCRIPTED reflector (it deals inputs into <= N outputs)
+    lossy = build(Path(run), tmp_path / "lossy.jsonl", consolidation="lossy", target=2)
+    by_lossy, lossy_meta = strategies.load_memory(tmp_path / "lossy.jsonl")
+    assert lossy_meta["consolidation"] == "lossy" and lossy_meta["lossy_target"] == 2
+    assert len(by_lossy) <= 2 < len(guidelines) and lossy["lossy_target_met"] is True
+    assert lossy["support_conserved"] == {"extracted": len(extracted), "attributed": len(extracted)}
+    assert {t for g in by_lossy for t in g.source_task_ids} == {r["task_id"] for r in records}  # no task lost
+    assert all(g.support == len(set(g.source_task_ids)) for g in by_lossy)
+    kept = build(Path(run), tmp_path / "none.jsonl", consolidation="none")
+    assert kept["guidelines"] == len(extracted) and kept["consolidation_llm_calls"] == kept["merges"] == 0
 
     # another extractor over the stored run (no new collection): a bad answer twice skips that trajectory only
     fake = install_fake_reflector()

@@ -11,7 +11,7 @@ from conftest import run_cli
     # an unknown group choice lists the valid ones, without Hydra's config search path
     ("model=no_such_model", "model=no_such_model: no such choice; available: litellm, local, oracle, simulated"),
     ("benchmark=tau2_nowhere", "benchmark=tau2_nowhere: no such choice; available: appworld, tau2_airline,"),
-    ("strategy=bogus", "strategy=bogus: no such choice; available: ace, ace_online, core_only, core_retrieval, full, none"),
+    ("strategy=bogus", "strategy=bogus: no such choice; available: ace, ace_online, ace_retrieval, core_only, core_retrieval, full, none"),
     ("+experiment=nope", "experiment=nope: no such choice; available: assembly,"),
     # a wrong type names the key and what it takes (from the schema)
     ("benchmark.limit=abc", "benchmark.limit=abc: expected an integer or null"),

@@ -69,7 +69,7 @@ def test_more_trials_need_fewer_tasks_when_trials_disagree():
 def _sim_blocks(artifact, tasks: list[str]) -> dict[str, dict[str, str]]:
     """What none, core_retrieval (MiniLM, queried with the task's request, as the simulated user states it) and
     full deliver on each task of the simulated world."""
-    from harness.benchmarks.tau2_bench import _request
+    from harness.scripted.tau2_script import request_of as _request
     from strategies.base import StepView, TaskView
     from strategies.core_retrieval import CoreRetrieval
     from tau2.run import load_tasks

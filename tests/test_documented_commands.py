@@ -45,7 +45,7 @@ def test_make_target_and_variables_exist(cmd: DocCommand):
 
 def _filled(argv: list[str], world: str) -> list[str] | None:
     """argv with placeholders and files of earlier documented steps replaced; None: a placeholder we cannot fill."""
-    from harness.benchmarks.tau2_data import DATA_DIR
+    from harness.benchmarks.tau2.data import DATA_DIR
 
     out = []
     if "model=simulated" in argv and not any(a.startswith("model.world=") for a in argv) \

@@ -15,10 +15,10 @@ from conftest import SAMPLE_MEMORY, compose, read_records
 from analysis import ibm
 from analysis.metrics import scenario_completeness, sgc, summarize, tgc
 from analysis.table import main as table_main
-from analysis.tables import errors_cell, scenario_warnings
+from analysis.displays import errors_cell, scenario_warnings
 from harness.errors import FailureTally, StrategyError, call_strategy, classify
-from harness.model_client import ContextOverflow, InfraError, RequestRejected
-from harness.runner import identity, run_job
+from harness.serving.model_client import ContextOverflow, InfraError, RequestRejected
+from harness.runner.job import identity, run_job
 from strategies import EMPTY, StrategyBase
 
 
@@ -197,7 +197,7 @@ def test_sgc_uses_complete_scenarios_only_when_a_limit_cut_one():
 
 
 def test_runner_warns_when_a_limit_cuts_a_scenario(tmp_path, capsys):
-    from harness.runner import warn_cut_scenarios
+    from harness.runner.job import warn_cut_scenarios
     from harness.store import RunStore
 
     store = RunStore(tmp_path / "run")
@@ -302,7 +302,7 @@ class OverflowOnSecondStep:
         self.kwargs = {}
 
     def complete(self, messages, tools=None):
-        from harness.model_client import Completion, Usage
+        from harness.serving.model_client import Completion, Usage
 
         self.calls += 1
         if self.calls > 1:
@@ -325,7 +325,7 @@ class FakeModelSpec:
 def test_appworld_episode_labels_overflow_and_strategy_failures(tmp_path, strategy, label):
     from collections import Counter
 
-    from harness.benchmarks.appworld_bench import AppWorldBenchmark, AppWorldTask
+    from harness.benchmarks.appworld.adapter import AppWorldBenchmark, AppWorldTask
     from harness.ledger import MemoryTokenCounter
 
     cfg = compose("benchmark=appworld")
@@ -333,9 +333,10 @@ def test_appworld_episode_labels_overflow_and_strategy_failures(tmp_path, strate
     bench.__dict__["_scenario_sizes"] = Counter({"abc1234": 3})  # no data needed: the split's scenario sizes
     pool = FakePool()
     bench.workers = lambda: pool
-    fields = bench.run_episode(AppWorldTask(id="abc1234_1", split="train"), trial=0, seed=1, strategy=strategy,
-                               model=FakeModelSpec(cfg.model), counter=MemoryTokenCounter("gpt-4o"),
-                               trajectory_path=tmp_path / "t.json")
+    record, _ = bench.run_episode(AppWorldTask(id="abc1234_1", split="train"), trial=0, seed=1, strategy=strategy,
+                                  model=FakeModelSpec(cfg.model), counter=MemoryTokenCounter("gpt-4o"),
+                                  trajectory_path=tmp_path / "t.json")
+    fields = record.fields()
     assert (fields["error"], fields["success"], fields["termination"]) == (label, False, label)
     assert fields["scenario_tasks"] == 3 and "evaluate" not in pool.worker.ops
 

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from conftest import read_records, run_cli
-from harness.joblock import JobLocked, _proc_start, job_lock
+from harness.store.joblock import JobLocked, _proc_start, job_lock
 from harness.store import RunStore
 
 ARGS = ("model=oracle", "strategy=none", "benchmark.limit=2", "run_name=locked")

@@ -59,7 +59,7 @@ def test_slurm_launcher_config_composes_for_submitit(tmp_path):
     from hydra.core.global_hydra import GlobalHydra
     from hydra.utils import instantiate
 
-    from harness.run import CONFIG_DIR
+    from harness.config import CONFIG_DIR
 
     compose("model=oracle")  # registers our schemas as the CLI does
     GlobalHydra.instance().clear()

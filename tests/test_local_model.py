@@ -18,9 +18,9 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from harness import local_server
-from harness.local_server import BUNDLED, LocalServer
-from harness.model_client import ContextOverflow, ModelClient
+from harness.serving import local_server
+from harness.serving.local_server import BUNDLED, LocalServer
+from harness.serving.model_client import ContextOverflow, ModelClient
 from harness.run import compose_job
 
 REPO = Path(__file__).resolve().parent.parent
@@ -61,7 +61,7 @@ def one_agent_step(server: LocalServer):
     from tau2.data_model.message import UserMessage
     from tau2.registry import registry
 
-    from harness.benchmarks.tau2_bench import MemoryAgent, MalformedOutput
+    from harness.benchmarks.tau2.agent import MemoryAgent, MalformedOutput
     from harness.ledger import Ledger
 
     env = registry.get_env_constructor("retail")()
@@ -109,7 +109,7 @@ def cache_bench():
 
 _CHILD = """
 import sys, time
-from harness.local_server import LocalServer, BUNDLED
+from harness.serving.local_server import LocalServer, BUNDLED
 server = LocalServer(BUNDLED).start()
 print(server.pid, flush=True)
 time.sleep(600)

@@ -16,7 +16,7 @@ import pytest
 import strategies
 from ace_fakes import MODEL, install_scripted_roles
 from conftest import REPO, SAMPLE_MEMORY, read_records, run_cli
-from harness.provenance import HELD_OUT, IN_SAMPLE, UNKNOWN, check_use, learned_from
+from harness.memory.provenance import HELD_OUT, IN_SAMPLE, UNKNOWN, check_use, learned_from
 from harness.run import ConfigError, check_job, compose_job
 from harness.runner import run_job
 from strategies import StrategyBase, load_memory, save_memory

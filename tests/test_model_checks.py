@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from conftest import REPO, compose
-from harness.credentials import ModelCheckError, check_models, model_configs
+from harness.serving.credentials import ModelCheckError, check_models, model_configs
 from tau2_fakes import make_data_dir
 
 NO_KEYS = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}

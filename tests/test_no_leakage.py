@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 import strategies
-from harness.build_memory import build
+from harness.memory.build import build
 from harness.run import compose_job
 from harness.runner import run_job
 from harness.scripted import register_provider

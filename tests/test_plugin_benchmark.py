@@ -18,8 +18,8 @@ from omegaconf import OmegaConf
 from conftest import REPO, SAMPLE_MEMORY, read_records, run_cli
 from harness import benchmarks
 from harness.benchmarks import BenchmarkBase, registry
-from harness.benchmarks.appworld_bench import AppWorldBenchmark
-from harness.benchmarks.tau2_bench import Tau2Benchmark
+from harness.benchmarks.appworld.adapter import AppWorldBenchmark
+from harness.benchmarks.tau2.adapter import Tau2Benchmark
 
 PLUGIN = REPO / "tests" / "plugin_bench"
 WITH_PLUGIN = {"PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGIN), os.environ.get("PYTHONPATH")]))}
@@ -31,8 +31,8 @@ def test_built_ins_are_registered_through_the_entry_point_group():
 
     declared = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="memdeliv.benchmarks")}
     assert declared["tau2_retail"] == declared["tau2_airline"] == declared["tau2_telecom"] \
-        == "harness.benchmarks.tau2_bench:Tau2Benchmark"
-    assert declared["appworld"] == "harness.benchmarks.appworld_bench:AppWorldBenchmark"
+        == "harness.benchmarks.tau2.adapter:Tau2Benchmark"
+    assert declared["appworld"] == "harness.benchmarks.appworld.adapter:AppWorldBenchmark"
     assert benchmarks.adapter_class("tau2_airline") is Tau2Benchmark
     assert issubclass(Tau2Benchmark, BenchmarkBase) and issubclass(AppWorldBenchmark, BenchmarkBase)
     # the default layout is the adapter's own declaration, not a name test in the harness

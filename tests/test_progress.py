@@ -6,8 +6,8 @@ import io
 import time
 
 from harness.ledger import Ledger
-from harness.model_client import Usage
-from harness.progress import Progress
+from harness.serving.model_client import Usage
+from harness.runner.progress import Progress
 
 
 class _Tty(io.StringIO):
@@ -51,3 +51,39 @@ def test_disabled_prints_nothing():
     progress.update(2)
     progress.close()
     assert out.getvalue() == ""
+
+
+def _record(success, error=None, cost=0.01):
+    return {"success": success, "error": error, "steps": 2, "cost_usd": cost, "user_prompt_tokens": 5,
+            "user_cost_usd": None if cost is None else cost / 2, "judge_calls": 0, "judge_cost_usd": 0.0}
+
+
+def test_lines_show_success_errors_spend_and_projection_without_control_characters():
+    out = io.StringIO()
+    # a resumed job: one episode recorded before (success), three to run
+    progress = Progress("job", total=4, done=1, stream=out, every=0.05, tick=0.01, recorded=[_record(True)])
+    progress.update(1, _record(False, error="agent"))
+    time.sleep(0.2)
+    progress.close()
+    text = out.getvalue()
+    last = text.splitlines()[-1]
+    # 2 episodes at $0.015 each: $0.03 spent; 2 left at that mean: $0.06 projected
+    assert "2/4 episodes" in last and "success 50.0%" in last and "errors: agent 1" in last
+    assert "$0.0300 spent, ~$0.0600 projected" in last
+    assert not any(ord(c) < 32 and c != "\n" for c in text)  # readable in a CI log: no \r, no escapes
+
+
+def test_an_unpriced_episode_says_unpriced_never_zero():
+    out = io.StringIO()
+    progress = Progress("job", total=2, done=0, stream=out, every=60, tick=0.01)
+    progress.update(1, _record(True, cost=None))
+    progress.close()
+    assert "USD unpriced" in out.getvalue() and "$0.0000" not in out.getvalue()
+
+
+def test_a_terminal_bar_shows_the_spend():
+    out = _Tty()
+    progress = Progress("job", total=2, done=0, stream=out, tick=0.01)
+    progress.update(1, _record(True))
+    progress.close()
+    assert "$0.0150 spent" in out.getvalue() and "1/2" in out.getvalue()

@@ -16,7 +16,7 @@ import pytest
 
 from harness import assembly
 from harness.ledger import Ledger
-from harness.model_client import ModelClient
+from harness.serving.model_client import ModelClient
 
 ANTHROPIC_MODEL = "anthropic/claude-sonnet-4-5"
 OPENAI_MODEL = "openai/gpt-4o"

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from harness.prompted_tools import (PromptedParseError, parse_reply, render_call, render_tools,
+from harness.serving.prompted_tools import (PromptedParseError, parse_reply, render_call, render_tools,
                                     to_text_messages)
 
 TOOLS = ["get_order_details", "cancel_pending_order"]

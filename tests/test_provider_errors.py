@@ -13,7 +13,7 @@ import pytest
 from litellm import CustomLLM, ModelResponse
 
 from conftest import compose, read_records
-from harness.model_client import ProviderUnusable
+from harness.serving.model_client import ProviderUnusable
 from harness.runner import run_job
 from harness.scripted import register_provider, unregister_provider
 from harness.scripted.oracle import ScriptedOracle, install
@@ -149,6 +149,6 @@ def test_user_simulator_provider_down_is_still_infra(runs_dir):
 def test_tau2_user_error_termination_maps_to_user_simulator():
     from tau2.data_model.simulation import TerminationReason
 
-    from harness.benchmarks.tau2_bench import _ERROR_OF
+    from harness.benchmarks.tau2.results import ERROR_OF as _ERROR_OF
 
     assert _ERROR_OF[TerminationReason.USER_ERROR] == "user_simulator"

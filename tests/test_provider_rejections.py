@@ -17,7 +17,7 @@ from analysis.load import load_records
 from analysis.metrics import summarize
 from conftest import compose, read_records, run_cli
 from fault_server import BODIES_400, FaultServer, scripts_for
-from harness import provider_errors
+from harness.serving import provider_errors
 from harness.runner import run_job
 
 KEY_VAR, KEY = "LLMCRED", "fault-test-cred-0123456789"  # a local fake credential

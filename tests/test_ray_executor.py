@@ -16,7 +16,7 @@ from conftest import SAMPLE_MEMORY, compose, read_records, run_cli
 ray = pytest.importorskip("ray")
 psutil = pytest.importorskip("psutil")
 
-from harness import executors  # noqa: E402
+from harness.runner import executors  # noqa: E402
 from harness.config import ExecutorConfig  # noqa: E402
 from harness.runner import run_job  # noqa: E402
 
@@ -144,7 +144,7 @@ def test_a_worker_that_cannot_build_the_job_stops_it(local_ray, runs_dir, monkey
 
 def test_a_bad_key_seen_in_a_worker_stops_the_job(local_ray, runs_dir):
     from fault_server import FaultServer, scripts_for
-    from harness.model_client import ProviderUnusable
+    from harness.serving.model_client import ProviderUnusable
 
     with FaultServer(*scripts_for(compose("model=oracle", "benchmark.limit=2"))) as server:
         server.default = "401"

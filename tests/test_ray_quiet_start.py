@@ -10,7 +10,7 @@ from conftest import REPO
 START = """
 from types import SimpleNamespace
 import os, ray
-from harness import executors
+from harness.runner import executors
 executors.ray_up(SimpleNamespace(address=None, num_cpus=1, cpus_per_episode=1.0))
 print("auth mode:", os.environ.get("RAY_AUTH_MODE"))
 executors.ray_down()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness import secrets
-from harness.local_server import _child_env
+from harness.serving.local_server import _child_env
 from harness.secrets import REDACTED, redact_text
 
 CRED = "Zq81-mmWx0-plQ77-vv3k"  # fake: no known key shape, under a variable that names no secret

@@ -111,3 +111,24 @@ def test_blas_choice_is_timed_once_per_shape_and_used(monkeypatch):
     monkeypatch.setattr(vector_search, "blas_default_threads", lambda: 1)
     assert vector_search.blas_threads_for(np.ones((5, 7), dtype=np.float32)) is None  # nothing to choose
     assert len(calls) == 1
+
+
+def test_search_runs_on_one_openmp_thread_with_the_same_selection_and_recall(monkeypatch):
+    import faiss
+
+    index, queries = make_index(3000, ann_threshold=100)
+    assert index.ann.search_threads == 1  # the default: one query is too little work to share
+    real, calls, original = faiss.omp_set_num_threads, [], faiss.omp_get_max_threads()
+    monkeypatch.setattr(faiss, "omp_set_num_threads", lambda n: (calls.append(n), real(n)))
+    real(2)  # this thread's setting, other than 1 so that restoring it shows
+    try:
+        one_thread = [index.select(q) for q in queries]
+        assert calls[:2] == [1, 2] and faiss.omp_get_max_threads() == 2  # set for the search, then restored
+        index.ann.search_threads = None  # faiss' default threads (the old setting): the same index and answers
+        calls.clear()
+        assert [index.select(q) for q in queries] == one_thread and 1 not in calls
+    finally:
+        real(original)
+    recall = np.mean([len({g.id for g in a[2:]} & {g.id for g in index.select_exact(q)[2:]}) / 10
+                      for a, q in zip(one_thread, queries)])
+    assert recall >= 0.95

@@ -80,7 +80,7 @@ def test_the_agent_reads_only_what_the_prompt_carries(artifact):
 def test_the_dropped_write_is_one_the_db_check_sees():
     from omegaconf import OmegaConf
 
-    from harness.benchmarks.tau2_bench import Tau2Benchmark
+    from harness.benchmarks.tau2.adapter import Tau2Benchmark
 
     bench = Tau2Benchmark(OmegaConf.create({"name": "tau2_retail", "domain": "retail", "split": "test",
                                             "limit": None, "task_ids": ["5", "12"]}))

@@ -15,12 +15,16 @@ from conftest import SAMPLE_MEMORY, install_readme_plugin, read_records, run_cli
 @pytest.mark.parametrize("sweep, override, expected", [
     ("none,core_retrieval", "strategy.options.top_k=abc", "option top_k='abc' must be an integer"),
     ("none,core_retrieval", "strategy.options.topk=3", "unknown option(s) ['topk']"),
-    ("none,ace", "strategy.options.token_budget=-1", "token_budget must be >= 1"),
+    ("none,ace", "strategy.options.playbook_token_budget=-1", "playbook_token_budget must be >= 1"),
+    # renamed (it caps the playbook; budget_tokens caps a delivery): the old name says the new one
+    ("none,ace", "+strategy.options.token_budget=500", "option token_budget is now playbook_token_budget"),
+    ("ace_online", "+strategy.options.token_budget=500", "option token_budget is now playbook_token_budget"),
     ("none,ace_online", "strategy.options.json_mode=xml", "json_mode='xml'; valid: schema, object, none"),
     # the same typo on every strategy: the one rule, with the known options named
     ("full", "+strategy.options.nope=1", "strategy 'full': unknown option(s) ['nope']; known: ['budget_tokens']"),
     ("full", "strategy.options.top_k=5", "strategy 'full': unknown option(s) ['top_k']"),
     ("full", "strategy.options.budget_tokens=abc", "budget_tokens must be a positive integer or null"),
+    ("full", "strategy.options.budget_tokens=0", "budget_tokens must be a positive integer or null, got 0"),
     ("none", "strategy.options.nope=1", "strategy 'none': unknown option(s) ['nope']; it takes no options"),
     ("ace", "strategy.options.nope=1", "strategy 'ace': unknown option(s) ['nope']"),
     ("ace_online", "strategy.options.nope=1", "strategy 'ace_online': unknown option(s) ['nope']"),

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.benchmarks.tau2_data import TaskSource
-from harness.benchmarks.tau2_react import ACT, THINK
+from harness.benchmarks.tau2.data import TaskSource
+from harness.benchmarks.tau2.react import ACT, THINK
 from harness.run import compose_job, main
 from harness.runner import run_job
 from tau2.registry import registry
@@ -168,9 +168,9 @@ def test_judge_binding_is_per_thread():
     import threading
 
     import tau2.evaluator.evaluator_nl_assertions as nl
-    from harness.benchmarks.tau2_judge import judging
+    from harness.benchmarks.tau2.judge import judging
     from harness.ledger import Ledger
-    from harness.model_client import ModelClient
+    from harness.serving.model_client import ModelClient
 
     judge = install_judge()
     ledgers = [Ledger(), Ledger()]
@@ -192,7 +192,7 @@ def test_judge_binding_is_per_thread():
 
 
 def test_tau2_data_dir_environment_variable(tmp_path, monkeypatch):
-    from harness.benchmarks.tau2_data import configured_data_dir
+    from harness.benchmarks.tau2.data import configured_data_dir
 
     data = make_data_dir(tmp_path / "data", "airline")
     monkeypatch.setenv("TAU2_DATA_DIR", str(data))

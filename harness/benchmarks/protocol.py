@@ -5,11 +5,13 @@ the `memdeliv.benchmarks` entry-point group (harness/benchmarks/registry.py). It
 of `Benchmark`; the optional capabilities have no-op defaults in `BenchmarkBase`, which every adapter
 inherits, so the harness calls them plainly and never probes for them.
 
-The path of one episode: the runner asks `tasks()`, then, per task x trial, `run_episode(...)` returns the
-record's fields (the 10 keys every benchmark writes -- task_id, success, reward, termination, error,
-error_detail, the ledger's token fields, wall_s, task_text -- plus its own) and a hidden `_trajectory`
-(a strategies.Trajectory) that the runner hands to online learners and never stores. The adapter writes
-its own trajectory file at `trajectory_path`; `load_trajectory` reads it back (resume, `make memory`).
+The path of one episode: the runner asks `tasks()`, then, per task x trial, `run_episode(...)` returns
+`(EpisodeRecord, Trajectory)` (harness/records.py): the record holds the fields every benchmark writes
+(task_id, success, reward, termination, error, error_detail, the ledger's columns, wall_s, task_text) and the
+benchmark's own in `extra`; the trajectory (a strategies.Trajectory) goes to online learners and is never
+stored. The adapter writes its own trajectory file at `trajectory_path`; `load_trajectory` reads it back
+(resume, `make memory`). `EpisodeFrame` (harness/benchmarks/episode.py) is the frame every run_episode shares:
+clock, ledger, error labels, the redacted atomic file write and the record.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar, Optional, Protocol, Sequence
 
-from harness.assembly import PLACEMENTS  # where a memory block may go in the request
+from harness.assembly.options import DEFAULT_PLACEMENT, PLACEMENTS  # where a memory block may go in the request
+from harness.records import EpisodeRecord
 from strategies import Strategy, Trajectory
 
 
@@ -43,10 +46,10 @@ class Benchmark(Protocol):
         """The selected tasks (split, then task_ids, then limit), in a fixed order."""
 
     def run_episode(self, task: Any, *, trial: int, seed: int, strategy: Strategy, model: Any, counter: Any,
-                    trajectory_path: Path) -> dict[str, Any]:
-        """Run one task x trial and write its trajectory to `trajectory_path`; return the record's fields
-        plus `_trajectory`. Failures of the episode are labelled in the record (harness.errors.classify),
-        only ProviderUnusable propagates."""
+                    trajectory_path: Path) -> tuple[EpisodeRecord, Trajectory]:
+        """Run one task x trial and write its trajectory file to `trajectory_path`; return its record and its
+        trajectory (`EpisodeFrame.finish`). Failures of the episode are labelled in the record
+        (harness.errors.classify); only ProviderUnusable propagates."""
 
     # ---- optional capabilities (BenchmarkBase gives each a no-op default) ----
     @property
@@ -84,7 +87,7 @@ class BenchmarkBase:
     """No-op defaults for every optional member of `Benchmark`; adapters inherit it and override what they have."""
 
     placements: ClassVar[tuple[str, ...]] = PLACEMENTS
-    default_placement: ClassVar[str] = "after_policy"
+    default_placement: ClassVar[str] = DEFAULT_PLACEMENT
     task_set: Optional[dict[str, Any]] = None
 
     def __init__(self, cfg: Any):

@@ -4,7 +4,8 @@
 offline. Its guidelines are templates filled with the tool names seen in the episode, so they repeat across
 tasks and consolidation has real merges to count; they are NOT learned lessons, and the artifact's _meta says so.
 Merge decisions: "same" only for a candidate with exactly the same text; cluster consolidation (ALTK mode)
-merges exactly the inputs with the same text and keeps their wording.
+merges exactly the inputs with the same text and keeps their wording; the lossy prompt ("aim for about N")
+gets those groups dealt round-robin into at most N outputs, each keeping its first member's wording.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class ScriptedReflector(CustomLLM):
         if "New guideline:" in prompt:
             text = _merge_answer(prompt)
         elif "Guidelines (0-based index):" in prompt:
-            text = _consolidation_answer(prompt)
+            text = _consolidation_answer(prompt, messages[0]["content"])
         else:
             text = _guidelines(prompt)
         n_in = litellm.token_counter(model="gpt-4o", messages=[{"role": "user", "content": prompt}])
@@ -66,11 +67,16 @@ def _merge_answer(prompt: str) -> str:
     return json.dumps({"same_as": same})
 
 
-def _consolidation_answer(prompt: str) -> str:
+def _consolidation_answer(prompt: str, system: str) -> str:
     groups: dict[str, list[int]] = {}
     for index, text in re.findall(r"^\[(\d+)\] (.*) \(trigger:", prompt, re.M):
         groups.setdefault(text, []).append(int(index))
-    return json.dumps({"guidelines": [{"text": text, "source_indices": idxs} for text, idxs in groups.items()]})
+    rows = [(text, idxs) for text, idxs in groups.items()]
+    aim = re.search(r"aim for about (\d+)", system)
+    if aim and rows:  # lossy: deal the groups into at most N outputs
+        n = min(int(aim.group(1)), len(rows))
+        rows = [(rows[k][0], [i for _, idxs in rows[k::n] for i in idxs]) for k in range(n)]
+    return json.dumps({"guidelines": [{"text": text, "source_indices": idxs} for text, idxs in rows]})
 
 
 def install() -> None:

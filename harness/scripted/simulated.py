@@ -6,7 +6,7 @@ receives*: the memory bullets it can read there, and how many tokens they take. 
 truncation and end_of_conversation all reach it, and the planted effect is known exactly.
 
 The draw is made ONCE per episode, from the prompt of the episode's first agent step, and kept for its later
-steps (keyed by the `episode` id harness/models.py puts in the metadata, with how many gold calls it has made:
+steps (keyed by the `episode` id harness/serving/models.py puts in the metadata, with how many gold calls it has made:
 a history summarised by priority_drop would otherwise make it repeat them). A strategy that re-ranks every step
 (`rerank_each_step`) or an assembly that drops memory later in a long episode (`priority_drop`) therefore does
 not mix several p values into one outcome: the p in the tag is the one that decided the episode.
@@ -53,7 +53,7 @@ class SimulatedAgent(CustomLLM):
         else:
             if not meta.get("episode"):
                 raise litellm.exceptions.BadRequestError(
-                    message="simulated model needs an episode id in metadata (harness/models.py sets it)",
+                    message="simulated model needs an episode id in metadata (harness/serving/models.py sets it)",
                     model=model, llm_provider=PROVIDER)
             seed = (kwargs.get("optional_params") or {}).get("seed")
             message = agent_turn(messages, script, world.profile(meta.get("profile") or model.split("/")[-1]),

@@ -33,8 +33,8 @@ class AceSettings:
     mode: str = "paper"
     update_remove: bool | None = None  # Curator UPDATE / REMOVE (reference: ADD only)
     dedup: bool | None = None  # embedding de-duplication (reference: opt-in analyzer, off)
-    enforce_budget: bool | None = None  # drop bullets over token_budget (reference: only stated in the prompt)
-    token_budget: int | None = DEFAULT_TOKEN_BUDGET
+    enforce_budget: bool | None = None  # drop bullets over the budget below (reference: only stated in the prompt)
+    playbook_token_budget: int | None = DEFAULT_TOKEN_BUDGET  # the reference's token_budget (not budget_tokens)
     dedup_threshold: float | None = DEFAULT_DEDUP_THRESHOLD  # None also turns de-duplication off
     allow_ground_truth: bool = False  # show the Reflector the reward, the evaluator's report and the gold solution
     reflection_rounds: int = DEFAULT_REFLECTION_ROUNDS  # offline: reflect -> re-run a failed episode, at most N
@@ -50,8 +50,8 @@ class AceSettings:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        if self.token_budget is not None and self.token_budget < 1:
-            raise ValueError(f"token_budget must be >= 1 or null, got {self.token_budget}")
+        if self.playbook_token_budget is not None and self.playbook_token_budget < 1:
+            raise ValueError(f"playbook_token_budget must be >= 1 or null, got {self.playbook_token_budget}")
         if self.dedup_threshold is not None and not 0.0 < self.dedup_threshold <= 1.0:
             raise ValueError(f"dedup_threshold must be in (0, 1] or null, got {self.dedup_threshold}")
         if self.role_max_retries < 0 or self.role_retry_backoff_s < 0:
@@ -90,7 +90,7 @@ class AceSettings:
     @property
     def budget(self) -> int | None:
         """The enforced budget, or None when the budget is only stated to the Curator."""
-        return self.token_budget if self._on(self.enforce_budget) else None
+        return self.playbook_token_budget if self._on(self.enforce_budget) else None
 
     def section_set(self, benchmark: str) -> str:
         if self.sections != "auto":
@@ -199,7 +199,8 @@ class Adapter:
             sections = s.section_set(trajectory.task.benchmark)
             # ace-appworld's Curator reads the whole conversation; ace-agent/ace's reads the question only
             episode = render_trajectory(trajectory, s.max_trajectory_chars) if sections == "appworld" else None
-            operations, usage = curate(self.curator, playbook, reflection, tokens=tokens, token_budget=s.token_budget,
+            operations, usage = curate(self.curator, playbook, reflection, tokens=tokens,
+                                       token_budget=s.playbook_token_budget,
                                        task=trajectory.task.description, operations=s.operations,
                                        sections=sections, progress=progress, episode=episode)
         except RoleError as exc:

@@ -25,7 +25,7 @@ class RoleError(RuntimeError):
 
 
 # Transient provider trouble, retried with backoff as the harness retries agent calls
-# (harness/model_client.py: same classes, attempts and doubling wait); names, so litellm loads lazily.
+# (harness/serving/model_client.py: same classes, attempts and doubling wait); names, so litellm loads lazily.
 TRANSIENT = ("RateLimitError", "InternalServerError", "ServiceUnavailableError", "BadGatewayError",
              "APIConnectionError", "Timeout")
 
@@ -44,7 +44,7 @@ class JsonLLM:
     api_key_env: str | None = None  # read at call time, never stored
     completion: Callable[..., Any] | None = None
     max_retries: int = 3  # as agent calls: a transient failure is tried again up to 3 times
-    retry_backoff_s: float = 2.0  # then 4 s, 8 s: doubling, as harness/model_client.py
+    retry_backoff_s: float = 2.0  # then 4 s, 8 s: doubling, as harness/serving/model_client.py
 
     def __post_init__(self) -> None:
         if self.json_mode not in JSON_MODES:

@@ -1,4 +1,5 @@
-"""`ace` (a frozen playbook) and `ace_online` (the playbook learns after every finished episode).
+"""`ace`: a frozen playbook (strategies/ace/online.py: `ace_online`, the playbook learns after every episode),
+and the option checks both share.
 
 Both deliver the whole rendered playbook at every step (ACE's design: the Generator sees everything).
 Where the playbook comes from: option `playbook=<path>` if set, else the run's `memory=` artifact.
@@ -14,16 +15,15 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from strategies.ace.adapt import AceSettings, Adapter, UpdateReport
-from strategies.ace.llm import JSON_MODES, JsonLLM
-from strategies.ace.playbook import Playbook, load_playbook
-from strategies.memory_file import learned_from, read_playbook_or_guidelines
-from strategies.ace.pruning import EmbeddingCache, enforce_budget
+from strategies.ace.adapt import AceSettings
+from strategies.ace.llm import JSON_MODES
+from strategies.ace.playbook import Playbook
+from strategies.memory_file import read_playbook_or_guidelines
+from strategies.ace.pruning import enforce_budget
 from strategies.ace.pruning import drop_order
 from strategies.ace.roles import cited_steps
 from strategies.base import Delivery, StepView, TaskView, Trajectory
@@ -37,12 +37,18 @@ SNAPSHOTS = "snapshots"
 
 
 ROLE_OPTIONS = {f"{role}_{key}" for role in ("reflector", "curator") for key in ("model", "kwargs", "api_key_env")}
-FROZEN_OPTIONS = {"playbook", "token_budget", "cite", "mode", "enforce_budget", "budget_tokens"}
+FROZEN_OPTIONS = {"playbook", "playbook_token_budget", "cite", "mode", "enforce_budget", "budget_tokens"}
+# renamed options: the old name fails with the new one named (ACE capped the playbook and the delivery with
+# `token_budget` and `budget_tokens`: two caps, two names that looked alike)
+RENAMED = {"token_budget": "playbook_token_budget"}
 ONLINE_OPTIONS = set(AceSettings.__dataclass_fields__) | FROZEN_OPTIONS | ROLE_OPTIONS | {"json_mode", "embedder"}
 
 
 def check_options(strategy: str, options: dict[str, Any], allowed: set[str]) -> dict[str, Any]:
-    """A misspelt option fails loudly instead of silently running with a default."""
+    """A misspelt (or renamed) option fails loudly instead of silently running with a default."""
+    for old in sorted(set(options) & set(RENAMED)):
+        raise ValueError(f"strategy {strategy!r}: option {old} is now {RENAMED[old]} (the playbook's size cap; "
+                         "budget_tokens caps each delivery)")
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise ValueError(f"strategy {strategy!r}: unknown option(s) {unknown}; valid: {sorted(allowed)}")
@@ -67,7 +73,7 @@ def validate(strategy: str, options: dict[str, Any], allowed: set[str]) -> None:
         raise ValueError(f"strategy {strategy!r}: {exc}") from None
 
 
-def _now() -> str:
+def now_utc() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
@@ -75,7 +81,7 @@ class AcePlaybook:
     """`ace`: deliver one frozen playbook, whole, at every step."""
 
     name = "ace"
-    known_options = tuple(sorted(FROZEN_OPTIONS))
+    known_options = tuple(sorted(FROZEN_OPTIONS | set(RENAMED)))  # a renamed one reaches the hook's message
     learns_online = False
 
     def __init__(self, playbook: Playbook, *, settings: AceSettings | None = None,
@@ -86,7 +92,7 @@ class AcePlaybook:
         self.artifacts_dir = Path(artifacts_dir) if artifacts_dir else None
         self.meta = dict(meta or {})
         self.options = dict(options or {})
-        self.budget_tokens = budget_option(self.name, self.options)  # per delivery; token_budget caps the playbook
+        self.budget_tokens = budget_option(self.name, self.options)  # per delivery (playbook_token_budget: stored)
         self._lock = threading.Lock()
         self._retry: dict[str, Delivery] = {}  # task id -> playbook + reflection while that task is re-run
         self.updates = 0
@@ -94,7 +100,7 @@ class AcePlaybook:
                                                    self.settings.cite)
         self._set(playbook)
         if dropped:  # a given playbook over the budget is trimmed the same documented way, and it is recorded
-            self._write_history({"update": 0, "at": _now(), "event": "load", "bullets": len(playbook),
+            self._write_history({"update": 0, "at": now_utc(), "event": "load", "bullets": len(playbook),
                                  "tokens": tokens, "dropped": dropped})
 
     # --- the Strategy protocol -----------------------------------------------------------------
@@ -183,250 +189,3 @@ class AcePlaybook:
         playbook, meta = read_playbook_or_guidelines(source)
         return cls(playbook, settings=AceSettings.from_options(options), count_tokens=token_counter(ctx.model),
                    artifacts_dir=ctx.artifacts_dir, meta={**meta, "source": str(source)}, options=options)
-
-
-class AceOnline(AcePlaybook):
-    """`ace_online`: after every finished episode, Reflector + Curator update the playbook.
-
-    Each trial is its own learning stream (so Pass^k trials stay independent): every stream starts from the
-    same initial playbook and learns from its own episodes only, in the runner's fixed task order. Stream 0
-    lives in `<artifacts_dir>/`, stream t > 0 in `<artifacts_dir>/trial_<t>/`: every update writes a full
-    snapshot `snapshots/playbook_NNNN.jsonl` there, and `playbook.jsonl` is always that stream's latest (with
-    `_meta.learned_from`), from which a resumed run continues. All streams append to one
-    `<artifacts_dir>/history.jsonl` (field `stream`).
-    """
-
-    name = "ace_online"
-    known_options = tuple(sorted(ONLINE_OPTIONS))
-    learns_online = True
-
-    def __init__(self, playbook: Playbook, *, adapter: Adapter, learned_from: dict[str, Any] | None = None,
-                 **kwargs: Any):
-        self.adapter = adapter
-        self._update_lock = threading.Lock()
-        self._streams_lock = threading.RLock()
-        super().__init__(playbook, settings=adapter.settings, count_tokens=adapter.count_tokens, **kwargs)
-        self.initial = self._playbook  # every stream starts here (after the budget, as loaded)
-        self.learned_from = learned_from  # the job's benchmark, split, model, labels: each stream adds its tasks
-        self.streams: dict[int, _Stream] = {}
-        stored = sorted(int(d.name[len(STREAM_DIR):]) for d in self.artifacts_dir.glob(f"{STREAM_DIR}*")
-                        if (d / LATEST).is_file() and d.name[len(STREAM_DIR):].isdigit()) if self.artifacts_dir else []
-        for trial in [0, *stored]:  # a resumed job knows every stream's applied episodes before it replays any
-            self._stream(trial)
-        self.updates = sum(stream.updates for stream in self.streams.values())  # all streams, this job so far
-
-    # --- streams -------------------------------------------------------------------------------
-    def _stream(self, trial: int) -> "_Stream":
-        with self._streams_lock:
-            stream = self.streams.get(trial)
-            if stream is None:
-                stream = self.streams[trial] = self._open(trial)
-            return stream
-
-    def _open(self, trial: int) -> "_Stream":
-        folder = None if self.artifacts_dir is None else (
-            self.artifacts_dir if trial == 0 else self.artifacts_dir / f"{STREAM_DIR}{trial}")
-        if folder is not None and (folder / LATEST).is_file():  # resuming: the stream continues its own playbook
-            playbook, meta = load_playbook(folder / LATEST)
-            applied = set(meta.get("applied") or ())
-            updates = meta["updates"] if isinstance(meta.get("updates"), int) else len(applied)
-            return _Stream(trial, folder, playbook, self._fit(playbook), applied, updates)
-        stream = _Stream(trial, folder, self.initial, self._fit(self.initial), set(), 0)
-        self._save(UpdateReport(task_id="", reward=0.0, success=False, bullets=len(self.initial),
-                                tokens=self.count_tokens(self.initial.render(self.settings.cite))), event="start",
-                   stream=stream)
-        return stream
-
-    def for_trial(self, trial: int) -> "_TrialView":
-        """Runner hook: what the episodes of one trial see (that trial's stream)."""
-        return _TrialView(self, trial)
-
-    def deliver(self, task: TaskView, step: StepView) -> Delivery:
-        return self.deliver_in(0, task, step)
-
-    def deliver_in(self, trial: int, task: TaskView, step: StepView) -> Delivery:
-        stream = self._stream(trial)
-        with self._lock:  # a task being re-run after a reflection: that episode alone gets the reflection
-            retry = stream.retry.get(f"{task.task_id}#{trial}")
-            return retry if retry is not None else stream.delivery
-
-    @property
-    def playbook(self) -> Playbook:
-        """Stream 0's current playbook (the only one when trials = 1)."""
-        return self._stream(0).playbook
-
-    @property
-    def applied(self) -> set[str]:
-        return {key for stream in list(self.streams.values()) for key in stream.applied}
-
-    def build(self, trajectories: Any) -> None:
-        """Offline from stored episodes: the same update, once per trajectory, in the order given."""
-        for trajectory in trajectories:
-            self.update(trajectory)
-
-    def update(self, trajectory: Trajectory) -> None:
-        self.learn(trajectory)
-
-    def learn(self, trajectory: Trajectory, rerun: Callable[[], Trajectory | None] | None = None,
-              gold: Callable[[], str | None] | None = None, samples: int | None = None) -> dict[str, Any]:
-        """An update with ACE's reflect-and-retry rounds. The harness passes `rerun` (runs the same task
-        again; this strategy then delivers the playbook plus the reflection to that task) and `gold` (the
-        task's gold solution, asked for only when ground truth is allowed) and `samples` (the job's episodes,
-        for the Curator's "sample i of N"). Returns facts for the episode's record (`update_lost`).
-        Strategies never see the adapter."""
-        trial = _trial_of(trajectory.episode)
-        stream = self._stream(trial)
-        key = f"{trajectory.task.task_id}#{trial}"  # reflections are keyed by episode, never shared
-
-        def again(playbook: Playbook, reflection: str) -> Trajectory | None:
-            text = "\n".join(t for t in (playbook.render(self.settings.cite), reflection) if t)
-            with self._lock:
-                stream.retry[key] = Delivery(tuple(playbook.as_guidelines()), text)
-            try:
-                return rerun()
-            finally:
-                with self._lock:
-                    stream.retry.pop(key, None)
-
-        solution = gold() if gold is not None and self.settings.allow_ground_truth else None
-        with self._update_lock:  # the runner calls this from one thread; the lock keeps that an invariant
-            if trajectory.episode is not None and trajectory.episode in stream.applied:
-                return {}  # a resumed run replays an episode this playbook already learned from
-            progress = (stream.updates + 1, max(samples, stream.updates + 1)) if samples else None
-            playbook, report = self.adapter.step(stream.playbook, trajectory, again if rerun is not None else None,
-                                                 solution, progress)
-            delivery = self._fit(playbook)
-            with self._lock:
-                stream.playbook, stream.delivery = playbook, delivery
-            stream.updates += 1
-            self.updates += 1
-            if trajectory.episode is not None:
-                stream.applied.add(trajectory.episode)
-            self._save(report, event="update", episode=trajectory.episode, stream=stream)
-            return {"update_lost": report.lost}
-
-    @property
-    def ground_truth(self) -> bool | None:
-        """Labels reach this playbook when this learner is allowed them or its starting playbook had them."""
-        return True if self.settings.allow_ground_truth else AcePlaybook.ground_truth.fget(self)
-
-    def applied_episodes(self) -> frozenset[str]:
-        """Runner hook (harness/resume.py): episodes whose update is committed, to replay the missing ones."""
-        with self._update_lock:
-            return frozenset(self.applied)
-
-    def stream_learned_from(self, stream: "_Stream") -> dict[str, Any] | None:
-        """`_meta.learned_from` of one stream's playbook: the job's facts, the tasks this stream learned from,
-        and the starting playbook's own `learned_from` (`started_from`), so a chain of artifacts is checked whole."""
-        if self.learned_from is None:
-            return self.meta.get("learned_from")
-        tasks = [episode.rsplit("#", 1)[0] for episode in stream.applied]
-        out = learned_from(**{**self.learned_from, "task_ids": tasks}, trial=stream.trial)
-        return {**out, "started_from": self.meta.get("learned_from")} if self.meta.get("learned_from") else out
-
-    def _save(self, report: UpdateReport, event: str, episode: str | None = None,
-              stream: "_Stream | None" = None) -> None:
-        if self.artifacts_dir is None or stream is None or stream.dir is None:
-            return
-        dropped = ("kind", "next_id", "applied", "updates", "learned_from")  # a starting playbook's own, not ours
-        meta = {**{k: v for k, v in self.meta.items() if k not in dropped}, "strategy": self.name,
-                "trial": stream.trial, "updates": stream.updates, "applied": sorted(stream.applied),
-                "reflector_model": self.adapter.reflector.model, "curator_model": self.adapter.curator.model,
-                "ground_truth": self.ground_truth, "saved_at": _now()}
-        if (source := self.stream_learned_from(stream)) is not None:
-            meta["learned_from"] = source
-        snapshot = Path(SNAPSHOTS) / f"playbook_{stream.updates:04d}.jsonl"
-        stream.playbook.save(stream.dir / snapshot, meta)
-        stream.playbook.save(stream.dir / LATEST, meta)  # the commit point: playbook and applied keys together
-        self._write_history({"update": stream.updates, "stream": stream.trial, "at": _now(), "event": event,
-                             "episode": episode, **asdict(report),
-                             "snapshot": str(stream.dir.relative_to(self.artifacts_dir) / snapshot)})
-
-    @classmethod
-    def validate_options(cls, options: dict[str, Any]) -> None:
-        validate(cls.name, options, ONLINE_OPTIONS)
-
-    @classmethod
-    def create(cls, ctx: StrategyContext) -> "AceOnline":
-        options = check_options(cls.name, ctx.options, ONLINE_OPTIONS)
-        settings = AceSettings.from_options(options)
-        source = options.get("playbook") or ctx.memory_path  # each stream resumes from its own latest file
-        if source:
-            playbook, meta = read_playbook_or_guidelines(source)
-            meta = {**meta, "source": str(source)}
-        else:
-            playbook, meta = Playbook(), {"source": None}
-        count = token_counter(ctx.model)
-        adapter = Adapter(reflector=_role(options, "reflector", ctx), curator=_role(options, "curator", ctx),
-                          count_tokens=count, settings=settings,
-                          embeddings=EmbeddingCache(_embedder(options)) if settings.dedup_on else None)
-        return cls(playbook, adapter=adapter, artifacts_dir=ctx.artifacts_dir, meta=meta, options=options,
-                   learned_from=ctx.learned_from)
-
-    @classmethod
-    def uses_ground_truth(cls, options: dict[str, Any]) -> bool:
-        """Registry hook: labels are learned from when allowed, or when the verdict decides re-runs."""
-        s = AceSettings.from_options(options)
-        return s.allow_ground_truth or (s.retry_without_ground_truth and s.reflection_rounds > 0)
-
-
-STREAM_DIR = "trial_"
-
-
-def _trial_of(episode: str | None) -> int:
-    """The trial of an episode key `<task>#<trial>` (None: an offline build, stream 0)."""
-    tail = episode.rsplit("#", 1)[-1] if episode else ""
-    return int(tail) if tail.isdigit() else 0
-
-
-@dataclass
-class _Stream:
-    """One trial's learning stream: its own playbook, delivery, applied episodes and folder."""
-
-    trial: int
-    dir: Path | None
-    playbook: Playbook
-    delivery: Delivery
-    applied: set[str]
-    updates: int
-    retry: dict[str, Delivery] = field(default_factory=dict)  # episode key -> playbook + reflection
-
-
-class _TrialView:
-    """What the episodes of one trial see: deliver() and record facts from that trial's stream."""
-
-    learns_online = True
-
-    def __init__(self, owner: AceOnline, trial: int):
-        self.owner, self.trial, self.name = owner, trial, owner.name
-
-    def deliver(self, task: TaskView, step: StepView) -> Delivery:
-        return self.owner.deliver_in(self.trial, task, step)
-
-    def build(self, trajectories: Any) -> None:
-        return None
-
-    def update(self, trajectory: Trajectory) -> None:
-        return None
-
-    def record_facts(self, trajectory: Trajectory | None) -> dict[str, Any]:
-        return self.owner.facts_for(trajectory, self.owner._stream(self.trial).playbook)
-
-
-def _role(options: dict[str, Any], role: str, ctx: StrategyContext) -> JsonLLM:
-    """`<role>_model: null` = the run's own model (and its kwargs, e.g. a local server's api_base)."""
-    model = options.get(f"{role}_model") or ctx.model
-    if not model:
-        raise ValueError(f"ace_online: no model for the {role}; set strategy.options.{role}_model")
-    own = options.get(f"{role}_kwargs")
-    kwargs = dict(own) if own is not None else (dict(ctx.model_kwargs) if model == ctx.model else {})
-    settings = AceSettings.from_options(options)
-    return JsonLLM(model=model, kwargs=kwargs, json_mode=options.get("json_mode", "schema"),
-                   api_key_env=options.get(f"{role}_api_key_env"), max_retries=settings.role_max_retries,
-                   retry_backoff_s=settings.role_retry_backoff_s)
-
-
-def _embedder(options: dict[str, Any]) -> Any:
-    from strategies.embeddings import make_embedder  # lazy: the model loads only when dedup is on
-
-    return make_embedder(options.get("embedder", "minilm"))

@@ -13,15 +13,15 @@ mentions the keyword (the sample memory, strategies/samples/tau2_sample.jsonl, m
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from harness.benchmarks import BenchmarkBase
-from harness.errors import call_strategy, classify
-from harness.ledger import Ledger
-from harness.model_client import Usage
+from harness.benchmarks.episode import EpisodeFrame
+from harness.errors import call_strategy
+from harness.records import EpisodeRecord
+from harness.serving.model_client import Usage
 from strategies import StepView, TaskView, Trajectory
 
 TASKS = {
@@ -54,12 +54,10 @@ class KeywordBenchmark(BenchmarkBase):
         return tasks[: self.cfg.limit] if self.cfg.limit is not None else tasks
 
     def run_episode(self, task: KeywordTask, *, trial: int, seed: int, strategy: Any, model: Any, counter: Any,
-                    trajectory_path: Path) -> dict[str, Any]:
-        started = time.perf_counter()
-        ledger = Ledger()
+                    trajectory_path: Path) -> tuple[EpisodeRecord, Trajectory]:
+        frame = EpisodeFrame()  # clock, ledger, error labels, trajectory file: as every benchmark has them
         view = TaskView(benchmark=self.name, task_id=task.id, description=f"Recall what you know about {task.keyword}.")
         messages = ({"role": "user", "content": view.description},)
-        error = detail = None
         text = ""
         try:
             delivery = call_strategy(strategy, "deliver", view, StepView(index=0, messages=messages))
@@ -67,22 +65,19 @@ class KeywordBenchmark(BenchmarkBase):
             memory_tokens = counter(text) if text else 0
             usage = Usage(prompt_tokens=counter(view.description) + memory_tokens, completion_tokens=0,
                           cached_tokens=0, cost_usd=0.0, latency_s=0.0)
-            ledger.add_agent_step(usage, memory_tokens, delivery.ids, dropped_ids=delivery.dropped)
+            frame.ledger.add_agent_step(usage, memory_tokens, delivery.ids, dropped_ids=delivery.dropped)
         except Exception as exc:  # labelled like every benchmark's: strategy, infra, harness
-            error, detail = classify(exc)
-        success = error is None and task.keyword in text.lower()
+            frame.fail(exc)
+        success = frame.error is None and task.keyword in text.lower()
         messages += ({"role": "assistant", "content": text or "(no memory)"},)
         feedback = f"keyword {task.keyword!r} {'found' if success else 'not found'} in the delivered memory"
-        self._write(trajectory_path, {"format": FORMAT, "task_id": task.id, "messages": list(messages),
-                                      "feedback": feedback})
-        return {
-            "task_id": task.id, "success": success, "reward": float(success),
-            "termination": "completed" if error is None else error, "error": error, "error_detail": detail,
-            **ledger.record_fields(), "wall_s": round(time.perf_counter() - started, 4),
-            "task_text": view.description,
-            "_trajectory": Trajectory(task=view, messages=messages, reward=float(success), success=success,
-                                      feedback=feedback),
-        }
+        frame.write(trajectory_path, json.dumps({"format": FORMAT, "task_id": task.id, "messages": list(messages),
+                                                 "feedback": feedback}, indent=1))
+        trajectory = Trajectory(task=view, messages=messages, reward=float(success), success=success,
+                                feedback=feedback)
+        return frame.finish(task.id, success=success, reward=float(success),
+                            termination="completed" if frame.error is None else frame.error,
+                            task_text=view.description, trajectory=trajectory)
 
     def load_trajectory(self, path: Path, record: dict[str, Any]) -> Optional[Trajectory]:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -91,9 +86,3 @@ class KeywordBenchmark(BenchmarkBase):
         return Trajectory(task=view, messages=messages, reward=float(record["reward"]),
                           success=bool(record["success"]), feedback=doc["feedback"])
 
-    @staticmethod
-    def _write(path: Path, doc: dict[str, Any]) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")  # a kill mid-write leaves no half file
-        tmp.write_text(json.dumps(doc, indent=1), encoding="utf-8")
-        tmp.replace(path)

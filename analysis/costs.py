@@ -1,0 +1,110 @@
+"""USD per task and per successful task, by role, for every table row; and which rows a budget cut short.
+
+From the records' recorded costs (harness: `litellm.completion_cost` on each call, or the model config's
+`price_per_mtok_*`; the provider's reported cached tokens at the cached price, Anthropic cache writes at the
+write price; strategies/prices.py):
+
+* `usd_agent/task`, `usd_user/task`, `usd_judge/task`: mean per counted, non-infra record (as tokens/task);
+  `usd_strategy/task`: a strategy's own model calls (add_strategy_calls; 0 for strategies that make none);
+  `usd/task` their sum: unknown (nan) when any role is unpriced, never understated;
+* `usd/success` = usd/task / success rate: what one successful task costs (inf when none succeeded);
+* with the memory build amortised (analysis.build_cost): `usd+build/task`, `usd+build/success`;
+* `budget`: "incomplete (budget)" when the run's manifest says a `budget_usd` stopped the job before all its
+  episodes ran (harness: docs/cost.md), else "".
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.metrics import GROUP
+
+INCOMPLETE = "incomplete (budget)"
+ROLES = {"usd_agent/task": "cost_usd/task", "usd_user/task": "user_cost_usd/task",
+         "usd_judge/task": "judge_cost_usd/task"}
+
+
+def _per_success(usd: float, success: float) -> float:
+    if pd.isna(usd) or pd.isna(success):
+        return float("nan")
+    return float("inf") if success == 0 else usd / success
+
+
+def add_costs(summary: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
+    out = summary.copy()
+    for name, col in ROLES.items():
+        values = out[col] if col in out else pd.Series(np.nan, index=out.index)
+        if name == "usd_judge/task" and "judge_cost_usd" not in records:
+            values = pd.Series(0.0, index=out.index)  # records from before the judge was ledgered: no judge
+        out[name] = values.astype(float)
+    out = add_strategy_calls(out, records)
+    roles = [*ROLES, "usd_strategy/task"]
+    out["usd/task"] = out[roles].sum(axis=1, min_count=len(roles)).where(out[roles].notna().all(axis=1))
+    out["usd/success"] = [_per_success(u, s) for u, s in zip(out["usd/task"], out["success"])]
+    build = out["build_cost/task"] if "build_cost/task" in out else pd.Series(0.0, index=out.index)
+    out["usd+build/task"] = out["usd/task"] + build
+    out["usd+build/success"] = [_per_success(u, s) for u, s in zip(out["usd+build/task"], out["success"])]
+    out["budget"] = budget_flags(out, records)
+    return out
+
+
+def add_strategy_calls(summary: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
+    """A strategy's own model calls per task (record `strategy_calls`, `strategy_prompt_tokens`,
+    `strategy_completion_tokens`, `strategy_cost_usd`; e.g. ace_retrieval's LLM ranker, docs/dose.md), as a mean
+    over the row's non-infra records: `strategy_calls/task`, `strategy_tokens/task`, `usd_strategy/task`. A record
+    without `strategy_calls` made none (0); a call LiteLLM could not price makes the row's USD unknown (nan)."""
+    names = ["strategy_calls/task", "strategy_tokens/task", "usd_strategy/task"]
+    out = summary.assign(**{n: 0.0 for n in names})
+    if "strategy_calls" not in records or out.empty:
+        return out
+    spent = records[records["error"] != "infra"] if "error" in records else records
+    made = spent["strategy_calls"].notna()
+    frame = spent.assign(
+        calls=spent["strategy_calls"].fillna(0).astype(float),
+        tokens=sum(spent[c].fillna(0).astype(float) if c in spent else 0.0
+                   for c in ("strategy_prompt_tokens", "strategy_completion_tokens")),
+        usd=spent["strategy_cost_usd"].where(made, 0.0) if "strategy_cost_usd" in spent else 0.0)
+    means = {tuple("" if pd.isna(v) else str(v) for v in key): g for key, g in frame.groupby(GROUP, dropna=False)}
+    for i, r in out.iterrows():
+        g = means.get(tuple("" if pd.isna(r[c]) else str(r[c]) for c in GROUP))
+        if g is None:
+            continue
+        usd_known = g["usd"].notna().all()
+        out.loc[i, names] = [g["calls"].mean(), g["tokens"].astype(float).mean(),
+                             g["usd"].astype(float).mean() if usd_known else np.nan]
+    return out
+
+
+def stopped_jobs(run_dir: str | Path) -> set[str]:
+    """Jobs of a run whose last launch stopped at its budget (manifest `jobs.<job>.budget.stopped`)."""
+    path = Path(run_dir) / "manifest.json"
+    try:
+        jobs = json.loads(path.read_text(encoding="utf-8")).get("jobs", {})
+    except (OSError, ValueError):
+        return set()
+    return {key for key, facts in jobs.items() if (facts.get("budget") or {}).get("stopped")}
+
+
+def budget_flags(summary: pd.DataFrame, records: pd.DataFrame) -> list[str]:
+    if "run_dir" not in records or "job" not in records or summary.empty:
+        return [""] * len(summary)
+    stopped = {(str(d), j) for d in records["run_dir"].dropna().unique() for j in stopped_jobs(d)}
+    if not stopped:
+        return [""] * len(summary)
+    hit = records[[(str(d), j) in stopped for d, j in zip(records["run_dir"], records["job"])]]
+    cells = {tuple("" if pd.isna(v) else str(v) for v in key) for key, _ in hit.groupby(GROUP, dropna=False)}
+    return [INCOMPLETE if tuple("" if pd.isna(r[c]) else str(r[c]) for c in GROUP) in cells else ""
+            for _, r in summary.iterrows()]
+
+
+def usd(v) -> str:
+    """'$0.0123', '-' for unknown (unpriced), 'no successes' for inf."""
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return "n/a"
+    if np.isinf(v):
+        return "no successes"
+    return f"${v:,.4f}" if v < 100 else f"${v:,.0f}"

@@ -1,0 +1,96 @@
+"""One agent step, the same for every agent format: deliver -> assemble -> (cache marks) -> complete -> ledger,
+and, when the format's answer_mode=rebuild applies, one more ledgered call from a clean request.
+
+An agent (τ²'s tool-calling and ReAct agents, AppWorld's code agent) builds one `AgentStep` per episode and
+keeps only what is its own: the conversation it shows (`history`), its Layout, how a completion is sent
+(`send`: tools offered or not, prompted tool text) and what it does with the reply. README.md beside this file
+walks through adding an agent format.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from harness.assembly.layout import Layout
+from harness.assembly.options import AssemblyOptions
+from harness.assembly.providers import cache_marks, request_tokens
+from harness.assembly.request import Assembled, assemble
+from harness.errors import call_strategy
+from strategies import EMPTY, Delivery, StepView, Strategy, TaskView
+
+if TYPE_CHECKING:
+    from harness.ledger import Ledger, MemoryTokenCounter
+    from harness.serving.model_client import Completion, ModelClient
+
+Messages = list[dict[str, Any]]
+Send = Callable[[Messages, bool], "Completion"]  # (request with cache marks, offer the tools?) -> completion
+
+
+@dataclass(frozen=True)
+class StepRequest:
+    """One step's request: what was assembled, and what the strategy delivered before the context policy."""
+
+    assembled: Assembled
+    delivered: Delivery
+
+    @property
+    def messages(self) -> Messages:
+        return self.assembled.messages
+
+
+class AgentStep:
+    """The episode's fixed parts of a step: model client, strategy and task view, ledger, memory counter and
+    the job's AssemblyOptions. `measure` counts a request as sent (default: the messages alone); `send` calls
+    the model (default: `client.complete(messages)`, no tools)."""
+
+    def __init__(self, client: ModelClient, strategy: Optional[Strategy], task_view: Optional[TaskView],
+                 ledger: Ledger, counter: MemoryTokenCounter, options: AssemblyOptions, *,
+                 measure: Optional[Callable[[Messages], int]] = None, send: Optional[Send] = None):
+        self.client, self.strategy, self.task_view = client, strategy, task_view
+        self.ledger, self.counter, self.options = ledger, counter, options
+        self.measure = measure or (lambda messages: request_tokens(client.model, messages))
+        self.send = send or (lambda messages, tools: client.complete(messages))
+
+    def deliver(self, index: int, history: Messages) -> Delivery:
+        """The strategy's memory for step `index`, seeing the memory-free conversation."""
+        if not self.strategy:
+            return EMPTY
+        view = StepView(index=index, messages=tuple({"role": m["role"], "content": m.get("content")} for m in history))
+        return call_strategy(self.strategy, "deliver", self.task_view, view)
+
+    def prepare(self, index: int, system: str, history: Messages, layout: Layout) -> StepRequest:
+        """deliver -> assemble: the request of step `index` in the agent's layout."""
+        delivered = self.deliver(index, history)
+        o = self.options
+        assembled = assemble(system, history, delivered, layout, policy=o.context_policy, limit=o.limit,
+                             measure=self.measure, strict_limit=o.strict_limit)
+        return StepRequest(assembled, delivered)
+
+    def call(self, request: StepRequest, messages: Optional[Messages] = None, *, tools: bool = True) -> Completion:
+        """complete -> ledger: one model call of the step (its request, or a variant of it such as ReAct's
+        THINK), ledgered as an agent step with the memory that reached the model."""
+        completion = self.complete(request.messages if messages is None else messages, tools=tools)
+        sent = request.assembled
+        self.ledger.add_agent_step(completion.usage, self.counter(sent.delivery.text), sent.delivery.ids,
+                                   dropped_ids=request.delivered.dropped, context_dropped_ids=sent.context_dropped,
+                                   summarised_turns=sent.summarised_turns)
+        return completion
+
+    def take(self, index: int, system: str, history: Messages, layout: Layout) -> tuple[StepRequest, Completion]:
+        """A step with one model call: deliver -> assemble -> complete -> ledger."""
+        request = self.prepare(index, system, history, layout)
+        return request, self.call(request)
+
+    def answer(self, messages: Messages, delivery: Delivery) -> Completion:
+        """answer_mode=rebuild: the call on the format's clean request, ledgered as phase "answer" with
+        `delivery`'s memory. The format decides when it applies and what the reply becomes."""
+        completion = self.complete(messages, tools=False)
+        self.ledger.add_agent_step(completion.usage, self.counter(delivery.text), delivery.ids,
+                                   dropped_ids=delivery.dropped, phase="answer")
+        return completion
+
+    def complete(self, messages: Messages, *, tools: bool) -> Completion:
+        """The request with its cache marks (providers.cache_marks), sent."""
+        o = self.options
+        return self.send(cache_marks(messages, o.placement, self.client.model, o.prompt_caching), tools)

@@ -1,0 +1,107 @@
+"""`budget_usd`: a hard cap on what a run directory spends, from recorded costs (docs/cost.md).
+
+Spent = every record already in the run's results.jsonl (all jobs, all attempts: superseded ones were paid
+for too; agent + user simulator + judge) plus the episodes this job finishes. An episode starts only when
+spent + (episodes in flight + 1) x the mean cost of an episode so far stays within the budget; so the total
+can pass the budget by at most the episodes already in flight when the estimate was low. Episodes in flight
+always finish and are recorded. An episode not started returns None to the runner, which records nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+ROLES = ("cost_usd", "user_cost_usd", "judge_cost_usd")
+
+
+def episode_cost(record: dict[str, Any]) -> Optional[float]:
+    """USD of one record over its roles; None when a role with calls is unpriced (a judge with no calls is 0)."""
+    total = 0.0
+    for role in ROLES:
+        value = record.get(role)
+        if value is None:
+            if role == "judge_cost_usd" and not record.get("judge_calls"):
+                continue
+            if role == "cost_usd" and not record.get("steps"):  # no agent call (e.g. a harness failure)
+                continue
+            if role == "user_cost_usd" and not record.get("user_prompt_tokens"):
+                continue
+            return None
+        total += float(value)
+    return total
+
+
+def recorded_spend(results: Path) -> tuple[float, list[float]]:
+    """(USD over every record of the file, the costs of its priced episodes) — a torn last line is skipped."""
+    spent, costs = 0.0, []
+    if not results.is_file():
+        return spent, costs
+    for line in results.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        cost = episode_cost(record)
+        if cost is not None:
+            spent += cost
+            costs.append(cost)
+    return spent, costs
+
+
+class Budget:
+    def __init__(self, limit: float, results: Path):
+        self.limit = float(limit)
+        self.spent, costs = recorded_spend(results)
+        self._costs_sum, self._costs_n = sum(costs), len(costs)
+        self.in_flight = 0
+        self.stopped = False  # set once an episode was held back
+        self.unpriced = 0  # finished episodes whose cost could not be known
+        self._lock = threading.Lock()
+
+    def mean_cost(self) -> float:
+        return self._costs_sum / self._costs_n if self._costs_n else 0.0
+
+    def admit(self) -> bool:
+        with self._lock:
+            if self.stopped or self.unpriced:
+                self.stopped = True
+                return False
+            if self.spent + (self.in_flight + 1) * self.mean_cost() > self.limit or self.spent >= self.limit:
+                self.stopped = True
+                return False
+            self.in_flight += 1
+            return True
+
+    def finish(self, record: Optional[dict[str, Any]]) -> None:
+        with self._lock:
+            self.in_flight -= 1
+            cost = episode_cost(record) if record is not None else 0.0
+            if cost is None:
+                self.unpriced += 1  # cannot count it: no further episode starts (the cap must hold)
+                return
+            self.spent += cost
+            self._costs_sum += cost
+            self._costs_n += 1
+
+    def gate(self, episodes: Callable[[Any, int], Any]) -> Callable[[Any, int], Any]:
+        """`episodes` behind the budget: None (nothing run) when the next episode could cross it."""
+        def run(task: Any, trial: int) -> Any:
+            if not self.admit():
+                return None
+            finished = None
+            try:
+                finished = episodes(task, trial)
+                return finished
+            finally:
+                self.finish(finished[0] if isinstance(finished, tuple) else None)
+        return run
+
+    def facts(self, done: int, total: int) -> dict[str, Any]:
+        return {"budget_usd": self.limit, "spent_usd": round(self.spent, 6), "stopped": self.stopped,
+                "episodes_done": done, "episodes_total": total}
+
+    def line(self, done: int, total: int) -> str:
+        return f"stopped at budget: ${self.spent:.4f} of ${self.limit:.2f}, {done} of {total} episodes"

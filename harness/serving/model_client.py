@@ -1,0 +1,265 @@
+"""The only way the harness talks to a model: LiteLLM `completion`, with retries and exact usage.
+
+Every number in the token ledger comes from here, read off the provider's own usage block:
+prompt, completion, cached prompt tokens (None when the provider does not report them), and cost
+(None when LiteLLM has no price for the model — never a made-up 0).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch of the price map
+
+import contextvars
+import email.utils
+import logging
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import litellm
+
+from harness.serving import provider_errors
+
+litellm.suppress_debug_info = True
+for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
+
+class ProviderFault(RuntimeError):
+    """The provider answered 200 with nothing usable (an empty choice list): its fault, retried like a 500."""
+
+
+# Which provider errors are retried, charged to the treatment or stop the job: harness/serving/provider_errors.py. A body
+# that is not JSON arrives from LiteLLM as InternalServerError, so malformed provider output is retried.
+
+
+class InfraError(RuntimeError):
+    """The provider or the machinery failed, not the agent. Excluded from success rates, and counted."""
+
+
+class ContextOverflow(RuntimeError):
+    """The prompt no longer fits the model's context window.
+
+    Not an InfraError: a longer memory block is what overflows, so the episode is a failure of the treatment
+    (error "context_overflow", kept in the denominator; see harness/errors.py)."""
+
+
+class RequestRejected(RuntimeError):
+    """The provider refused this request: a content filter, or another 400 that is not an overflow.
+
+    Not an InfraError: what a strategy puts in the prompt can trip a filter, so the episode is a failure
+    (error "request_rejected", kept in the denominator)."""
+
+
+class ProviderUnusable(BaseException):
+    """Every call of this job would fail the same way (bad credentials, unknown model): stop the job now.
+
+    A BaseException, like KeyboardInterrupt, so that no `except Exception` on the way (tau2's orchestrator, an
+    episode's labelling, a strategy wrapper) turns it into one more failed episode: no record is written for it,
+    and a rerun after the fix resumes where the job stopped (harness/run.py prints it and exits 2)."""
+
+
+@dataclass
+class ProviderStats:
+    """Per-episode retry accounting (the runner copies it into the record, the manifest sums it)."""
+
+    retried: int = 0  # failed attempts that were retried
+    recovered: int = 0  # calls that succeeded after at least one retry
+    gave_up: int = 0  # calls that failed max_retries + 1 times (the episode becomes infra)
+    waited_s: float = 0.0  # time slept between attempts (backoff or the provider's Retry-After)
+
+    def fields(self) -> dict[str, Any]:
+        return {"provider_retries": self.retried, "provider_recovered": self.recovered,
+                "provider_gave_up": self.gave_up}
+
+
+_stats: contextvars.ContextVar[ProviderStats | None] = contextvars.ContextVar("memdeliv_provider_stats", default=None)
+
+
+@contextmanager
+def provider_stats() -> Iterator[ProviderStats]:
+    """Count retries of every ModelClient call made in this context (one episode)."""
+    stats = ProviderStats()
+    token = _stats.set(stats)
+    try:
+        yield stats
+    finally:
+        _stats.reset(token)
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """The provider's Retry-After (seconds or an HTTP date; retry-after-ms too), read off the error's response."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return max(0.0, float(ms) / 1000)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            when = email.utils.parsedate_to_datetime(value)
+            return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+@dataclass(frozen=True)
+class ToolCallText:
+    id: str
+    name: str
+    arguments: str  # raw JSON text as the model wrote it; the agent decides whether it parses
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int | None
+    cost_usd: float | None
+    latency_s: float
+    cache_write_tokens: int | None = None  # prompt tokens written to the provider's cache (Anthropic bills them)
+
+
+@dataclass(frozen=True)
+class Completion:
+    content: str | None
+    tool_calls: tuple[ToolCallText, ...]
+    usage: Usage
+    finish_reason: str | None = None
+
+
+@dataclass
+class ModelClient:
+    model: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    max_retries: int = 3
+    retry_backoff_s: float = 2.0
+    max_retry_wait_s: float = 120.0  # a longer Retry-After is capped (the retry still counts)
+    metadata: dict[str, Any] | None = None  # only scripted models receive task context
+
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Completion:
+        extra: dict[str, Any] = {}
+        if tools:
+            extra["tools"] = tools
+            extra["tool_choice"] = "auto"
+        if self.metadata is not None:
+            extra["metadata"] = self.metadata
+        attempt = 0
+        stats = _stats.get() or ProviderStats()
+        while True:
+            started = time.perf_counter()
+            try:
+                # max_retries=0: the SDK under LiteLLM would retry on its own, unseen and uncounted; we retry here
+                response = litellm.completion(model=self.model, messages=messages,
+                                              **{"max_retries": 0, **self.kwargs}, **extra)
+                if not getattr(response, "choices", None):
+                    raise ProviderFault(f"{self.model}: the provider returned an empty choice list")
+            except Exception as exc:
+                kind = provider_errors.RETRY if isinstance(exc, ProviderFault) else provider_errors.kind_of(exc)
+                if kind is None:  # not a provider error (e.g. a scripted model's own bug): labelled by the caller
+                    raise
+                if kind == provider_errors.OVERFLOW:
+                    raise ContextOverflow(f"{self.model}: context window exceeded: {_short(exc)}") from exc
+                if kind == provider_errors.REJECTED:
+                    raise RequestRejected(f"{self.model}: request rejected: {type(exc).__name__}: "
+                                          f"{_short(exc)}") from exc
+                if kind == provider_errors.STOP:
+                    raise ProviderUnusable(f"{self.model}: {provider_errors.stop_reason(exc)}: "
+                                           f"{type(exc).__name__}: {_short(exc, 200)}") from exc
+                if kind == provider_errors.INFRA:
+                    raise InfraError(f"{self.model}: {type(exc).__name__}: {_short(exc)}") from exc
+                if attempt >= self.max_retries:
+                    stats.gave_up += 1
+                    raise InfraError(
+                        f"{self.model}: {type(exc).__name__} after {attempt + 1} attempts: {_short(exc)}"
+                    ) from exc
+                wait = min(self.max_retry_wait_s, max(self.retry_backoff_s * (2**attempt), retry_after_s(exc) or 0.0))
+                stats.retried += 1
+                stats.waited_s += wait
+                time.sleep(wait)
+                attempt += 1
+                continue
+            stats.recovered += attempt > 0
+            return _to_completion(response, self.model, time.perf_counter() - started)
+
+
+def _to_completion(response: Any, model: str, latency: float) -> Completion:
+    choice = response.choices[0]
+    message = choice.message
+    calls = tuple(
+        ToolCallText(id=tc.id or f"call_{i}", name=tc.function.name or "", arguments=tc.function.arguments or "")
+        for i, tc in enumerate(message.tool_calls or [])
+    )
+    return Completion(
+        content=message.content,
+        tool_calls=calls,
+        usage=read_usage(response, model, latency),
+        finish_reason=getattr(choice, "finish_reason", None),
+    )
+
+
+def read_usage(response: Any, model: str, latency: float) -> Usage:
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        raise InfraError(f"{model}: provider returned no usage block; token accounting would be a guess")
+    return Usage(
+        prompt_tokens=int(usage.prompt_tokens or 0),
+        completion_tokens=int(usage.completion_tokens or 0),
+        cached_tokens=cached_tokens(usage),
+        cost_usd=priced_cost(response, model),
+        latency_s=latency,
+        cache_write_tokens=cache_write_tokens(usage),
+    )
+
+
+def cached_tokens(usage: Any) -> int | None:
+    """Cached prompt tokens as the provider reports them; None when it says nothing."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    value = getattr(details, "cached_tokens", None) if details is not None else None
+    if value is None:  # Anthropic-style field, surfaced by LiteLLM on the usage object
+        value = getattr(usage, "cache_read_input_tokens", None)
+    return None if value is None else int(value)
+
+
+def cache_write_tokens(usage: Any) -> int | None:
+    """Prompt tokens written to the cache (Anthropic's `cache_creation_input_tokens`); None when not reported."""
+    value = getattr(usage, "cache_creation_input_tokens", None)
+    if value is None:
+        details = getattr(usage, "prompt_tokens_details", None)
+        value = getattr(details, "cache_creation_tokens", None) if details is not None else None
+    return None if value is None else int(value)
+
+
+def priced_cost(response: Any, model: str) -> float | None:
+    try:
+        cost = litellm.completion_cost(completion_response=response, model=model)
+    except Exception:  # LiteLLM raises for models it has no price for
+        return None
+    return None if cost is None else float(cost)
+
+
+def supports_native_tools(model: str) -> bool:
+    try:
+        return bool(litellm.supports_function_calling(model))
+    except Exception:
+        return False
+
+
+def count_tokens(model: str, text: str) -> int:
+    """LiteLLM's tokenizer for the model (cl100k approximation for models it does not know)."""
+    if not text:
+        return 0
+    return int(litellm.token_counter(model=model, text=text))
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[:limit] + "..."

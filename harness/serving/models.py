@@ -1,0 +1,113 @@
+"""From a model config to the two clients of an episode (agent and user simulator)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+from harness import secrets
+from strategies import prices
+from harness.config import ModelConfig
+from harness.serving.model_client import ModelClient, supports_native_tools
+from harness.scripted import oracle, simulated
+
+
+class ModelConfigError(ValueError):
+    pass
+
+
+def serve_scripted(model_name: str) -> None:
+    """Register the LiteLLM provider of a scripted model string (the oracle, the SIMULATED agent) in this
+    process. A job's ModelSpec does it; a script that drives tau2 itself (bench/overhead.py) calls this."""
+    if model_name.startswith(oracle.PROVIDER + "/"):
+        oracle.install()
+    elif model_name.startswith(simulated.PROVIDER + "/"):
+        simulated.install()
+
+
+@dataclass
+class ModelSpec:
+    cfg: ModelConfig
+    api_base: Optional[str] = None  # set while a managed local server serves this model
+    api_key: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        secrets.register_env(self.cfg.api_key_env)  # redacted by value wherever it shows up (error bodies)
+        secrets.register_value(self.api_key)
+        serve_scripted(self.cfg.name)
+        prices.register(self.cfg.name, self.cfg)  # model.price_per_mtok_*: recorded costs use it
+        if self.cfg.api_key_env and not os.environ.get(self.cfg.api_key_env):
+            raise ModelConfigError(f"model {self.cfg.name}: environment variable {self.cfg.api_key_env} is not set")
+
+    @property
+    def name(self) -> str:
+        return self.cfg.name
+
+    @property
+    def user_name(self) -> str:
+        return self.cfg.user_name or self.cfg.name
+
+    @property
+    def scripted(self) -> bool:
+        return bool(self.cfg.scripted)
+
+    @property
+    def simulated(self) -> bool:
+        """The SIMULATED agent (harness/scripted/simulated.py): planted success probabilities, not a model."""
+        return self.cfg.name.startswith(simulated.PROVIDER + "/")
+
+    @property
+    def prompted_tools(self) -> bool:
+        """Tool schemas in the prompt and text replies, instead of the provider's native tool calls."""
+        if self.cfg.tool_mode == "auto":
+            return not supports_native_tools(self.name)
+        return self.cfg.tool_mode == "prompted"
+
+    @property
+    def user_prompted_tools(self) -> bool:
+        """tool_mode is the agent model's; a different user-simulator model gets `auto`."""
+        return self.prompted_tools if self.user_name == self.name else not supports_native_tools(self.user_name)
+
+    def served_kwargs(self) -> dict[str, Any]:
+        """Where a managed local server listens (empty for hosted models); strategies' own calls need it too."""
+        return {"api_base": self.api_base, "api_key": self.api_key} if self.api_base else {}
+
+    def _kwargs(self, base: dict[str, Any], served: bool = True) -> dict[str, Any]:
+        kwargs = dict(base)
+        if self.cfg.api_key_env:  # read at call time; never written to config or records
+            kwargs["api_key"] = os.environ[self.cfg.api_key_env]
+        return {**kwargs, **self.served_kwargs()} if served else kwargs
+
+    def clients(self, task_script: dict[str, Any] | None = None) -> tuple[ModelClient, ModelClient]:
+        agent_kwargs = self._kwargs(dict(self.cfg.kwargs))
+        user_base = self.cfg.kwargs if self.cfg.user_kwargs is None else self.cfg.user_kwargs
+        user_kwargs = self._kwargs(dict(user_base), served=self.user_name == self.name)
+        agent_meta = user_meta = None
+        if self.scripted:
+            extra = dict(agent_kwargs.pop("metadata", None) or {})
+            if self.simulated:  # the simulated agent reads its profile and planted world from here, and draws
+                # once per episode: one clients() call is one episode
+                extra.update(profile=self.cfg.profile, world=self.cfg.world, episode=uuid.uuid4().hex)
+            user_kwargs.pop("metadata", None)
+            agent_meta = {**extra, "role": "agent", "script": task_script}
+            user_meta = {**extra, "role": "user", "script": task_script}
+        common = {"max_retries": self.cfg.max_retries, "retry_backoff_s": self.cfg.retry_backoff_s}
+        return (ModelClient(self.name, agent_kwargs, metadata=agent_meta, **common),
+                ModelClient(self.user_name, user_kwargs, metadata=user_meta, **common))
+
+
+@contextmanager
+def open_model(cfg: ModelConfig, log_dir: Path | None = None) -> Iterator[ModelSpec]:
+    """The model of a job, with its managed local server (model.gguf set) running for exactly as long."""
+    if not cfg.gguf:
+        yield ModelSpec(cfg)
+        return
+    from harness.serving.local_server import API_KEY, LocalServer
+
+    log = Path(log_dir) / "local_server.log" if log_dir else None
+    with LocalServer(cfg.gguf, n_ctx=cfg.n_ctx, log_path=log, extra_args=dict(cfg.server_args)) as server:
+        yield ModelSpec(cfg, api_base=server.api_base, api_key=API_KEY)

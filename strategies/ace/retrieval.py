@@ -1,0 +1,236 @@
+"""`ace_retrieval`: an ACE playbook delivered as the top_k bullets most relevant to what the agent has seen.
+
+ACE's authors found that playbooks grow past 100K tokens and that a top-k sub-playbook, chosen per task by
+embedding similarity or by an LLM ranker, keeps most of the gain for a small share of the tokens
+(ace-agent.github.io, "ACE retrieval"; ace-agent/ace's retriever delivers the top 5 bullets by embedding).
+
+* Query: only what the agent has seen (strategies.base.seen_task_text, the rule core_retrieval follows): the
+  task statement where the benchmark shows one (AppWorld), else the user's first message (τ²). Before the agent
+  knows its task nothing is delivered. One selection per task and query, so the block stays in the cacheable
+  prompt prefix.
+* `ranker: embedding`: cosine similarity between the query and each bullet's text (`embedder`).
+  `ranker: llm`: one JSON call (`ranker_model`, default the run's model) picks up to top_k ids from the whole
+  playbook. Those calls are the strategy's own: each episode's record carries `strategy_calls`,
+  `strategy_prompt_tokens`, `strategy_completion_tokens` and `strategy_cost_usd` (null when LiteLLM has no
+  price), counted once, on the first episode of the task that needed them.
+* Rendered exactly as `ace` renders a playbook (`[id] helpful=X harmful=Y :: text` under section headings,
+  cite line included), so cited ids and counters mean the same; `cited_steps` is recorded as for `ace`.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, fields
+from typing import Any, Callable
+
+import numpy as np
+
+from strategies.ace.llm import JSON_MODES, JsonLLM
+from strategies.ace.playbook import Playbook
+from strategies.ace.roles import cited_steps
+from strategies.base import Delivery, Embedder, StepView, TaskView, Trajectory, seen_task_text
+from strategies.budget import budget_option, fit_budget, token_counter
+from strategies.memory_file import read_playbook_or_guidelines
+from strategies.options import check_types
+from strategies.registry import StrategyContext
+
+NAME = "ace_retrieval"
+RANKERS = ("embedding", "llm")
+RANKER_SYSTEM = ("You select the playbook bullets most useful for the task below. Answer with JSON only: "
+                 '{"bullet_ids": [ids, most useful first]}, at most TOP_K ids, only ids that appear in the playbook.')
+
+
+@dataclass(frozen=True)
+class RetrievalOptions:
+    top_k: int = 5  # ace-agent/ace's retriever: the top 5 bullets
+    ranker: str = "embedding"  # embedding | llm
+    embedder: str = "minilm"  # strategies.embeddings.make_embedder spec
+    embed_cache: str | None = ".cache/embeddings"
+    playbook: str | None = None  # null: the run's memory= artifact (a playbook or a guideline file)
+    cite: bool = True
+    budget_tokens: int | None = None
+    ranker_model: str | None = None  # null: the run's model
+    ranker_kwargs: dict | None = None  # null: the run's model kwargs when ranker_model is the run's, else {}
+    ranker_api_key_env: str | None = None
+    json_mode: str = "schema"
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> "RetrievalOptions":
+        unknown = sorted(set(options) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"{NAME}: unknown option(s) {unknown}; known: {sorted(f.name for f in fields(cls))}")
+        check_types(NAME, cls, options)
+        if options.get("ranker_kwargs") is not None and not isinstance(options["ranker_kwargs"], dict):
+            raise ValueError(f"{NAME}: ranker_kwargs must be a mapping or null")
+        opts = cls(**options)
+        if opts.top_k < 0:
+            raise ValueError(f"{NAME}: top_k must be >= 0, got {opts.top_k}")
+        if opts.ranker not in RANKERS:
+            raise ValueError(f"{NAME}: ranker={opts.ranker!r}; valid: {', '.join(RANKERS)}")
+        if opts.json_mode not in JSON_MODES:
+            raise ValueError(f"{NAME}: json_mode={opts.json_mode!r}; valid: {', '.join(JSON_MODES)}")
+        budget_option(NAME, options)
+        return opts
+
+
+class AceRetrieval:
+    """Deliver the top_k bullets of a frozen playbook for each task, in ACE's format."""
+
+    name = NAME
+    learns_online = False
+    known_options = tuple(f.name for f in fields(RetrievalOptions))
+
+    def __init__(self, playbook: Playbook, options: dict[str, Any] | None = None, *, embedder: Embedder | None = None,
+                 ranker: JsonLLM | None = None, count_tokens: Callable[[str], int] | None = None,
+                 meta: dict[str, Any] | None = None):
+        self.opts = RetrievalOptions.from_options(dict(options or {}))
+        self.playbook = playbook
+        self.meta = dict(meta or {})
+        self.count_tokens = count_tokens or token_counter(None)
+        self._bullets = playbook.bullets
+        self._vectors: np.ndarray | None = None
+        if self.opts.ranker == "embedding" and self._bullets and self.opts.top_k:
+            if embedder is None:
+                from strategies.embeddings import make_embedder
+
+                embedder = make_embedder(self.opts.embedder, cache_dir=self.opts.embed_cache)
+            self._vectors = np.asarray(embedder.embed([b.content for b in self._bullets]), dtype=np.float32)
+        self.embedder = embedder
+        self.ranker = ranker
+        if self.opts.ranker == "llm" and ranker is None:
+            raise ValueError(f"{NAME}: ranker=llm needs a model (ranker_model, or the run's model)")
+        self._lock = threading.Lock()
+        self._cache: dict[tuple[str, str], Delivery] = {}
+        self._unbilled: dict[str, dict[str, Any]] = {}  # task id -> ranker usage not yet on a record
+
+    # --- the Strategy protocol -----------------------------------------------------------------
+    def build(self, trajectories: Any) -> None:
+        return None
+
+    def update(self, trajectory: Trajectory) -> None:
+        return None
+
+    def deliver(self, task: TaskView, step: StepView) -> Delivery:
+        query = seen_task_text(task, step)
+        if not query:
+            return Delivery()
+        key = (task.task_id, query)
+        with self._lock:
+            cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        ids = self._rank(task.task_id, query)
+        delivery = self._fit(ids)
+        with self._lock:
+            self._cache.setdefault(key, delivery)
+            return self._cache[key]
+
+    def record_facts(self, trajectory: Trajectory | None) -> dict[str, Any]:
+        """`cited_steps` and `memory_ground_truth` as for `ace`; with the LLM ranker, its calls for this task."""
+        facts: dict[str, Any] = {"memory_ground_truth": self.ground_truth}
+        if trajectory is not None and self.opts.cite:
+            facts["cited_steps"] = cited_steps(trajectory, self.playbook)
+        if self.opts.ranker == "llm":
+            with self._lock:
+                usage = self._unbilled.pop(trajectory.task.task_id, None) if trajectory is not None else None
+            usage = usage or {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
+            facts.update({f"strategy_{k}": v for k, v in usage.items()})
+        return facts
+
+    @property
+    def ground_truth(self) -> bool | None:
+        learned = self.meta.get("learned_from")
+        flag = learned.get("ground_truth") if isinstance(learned, dict) else None
+        flag = self.meta.get("ground_truth") if flag is None else flag
+        return flag if isinstance(flag, bool) else None
+
+    # --- selection -----------------------------------------------------------------------------
+    def _rank(self, task_id: str, query: str) -> list[str]:
+        """Bullet ids, most relevant first, at most top_k."""
+        k = min(self.opts.top_k, len(self._bullets))
+        if k == 0:
+            return []
+        if self.opts.ranker == "llm":
+            return self._rank_llm(task_id, query, k)
+        sims = self._vectors @ np.asarray(self.embedder.embed([query])[0], dtype=np.float32).reshape(-1)
+        order = np.argsort(-sims, kind="stable")[:k]  # ties: the earlier bullet in playbook order
+        return [self._bullets[int(i)].id for i in order]
+
+    def _rank_llm(self, task_id: str, query: str, k: int) -> list[str]:
+        playbook = "\n".join(b.line for b in self._bullets)
+        schema = {"type": "object", "properties": {"bullet_ids": {"type": "array", "items": {"type": "string"}}},
+                  "required": ["bullet_ids"]}
+        answer, usage = self.ranker.ask(RANKER_SYSTEM.replace("TOP_K", str(k)),
+                                        f"Task:\n{query}\n\nPlaybook:\n{playbook}", schema, "ace_ranker")
+        self._bill(task_id, usage)
+        known = {b.id for b in self._bullets}
+        chosen = [i for i in dict.fromkeys(str(x) for x in answer["bullet_ids"]) if i in known]  # unknown ids: ignored
+        return chosen[:k]
+
+    def _bill(self, task_id: str, usage: dict[str, int]) -> None:
+        prompt, completion = int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
+        cost = _cost(self.ranker.model, prompt, completion)
+        with self._lock:
+            row = self._unbilled.setdefault(task_id, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                                                      "cost_usd": 0.0})
+            row["calls"] += 1
+            row["prompt_tokens"] += prompt
+            row["completion_tokens"] += completion
+            row["cost_usd"] = None if row["cost_usd"] is None or cost is None else row["cost_usd"] + cost
+
+    def _fit(self, ids: list[str]) -> Delivery:
+        """The chosen bullets in playbook order (sections, then age), budget drops the least relevant first."""
+        rank = {bullet_id: i for i, bullet_id in enumerate(ids)}
+        chosen = [b for b in self._bullets if b.id in rank]
+        by_id = {b.id: b for b in chosen}
+
+        def render(kept: Any, note: str) -> str:
+            text = Playbook([by_id[g.id] for g in kept], self.playbook.next_id).render(self.opts.cite)
+            if not note:
+                return text
+            if not text:
+                return f"<ace_playbook>\n{note}\n</ace_playbook>"
+            return text[: text.rindex("</ace_playbook>")] + f"{note}\n</ace_playbook>"
+
+        guidelines = Playbook(chosen, self.playbook.next_id).as_guidelines()
+        return fit_budget(guidelines, [-rank[g.id] for g in guidelines], render, self.count_tokens,
+                          self.opts.budget_tokens, noun="bullets")
+
+    # --- construction --------------------------------------------------------------------------
+    @classmethod
+    def validate_options(cls, options: dict[str, Any]) -> None:
+        """Config-check hook: names, types and ranges, before anything is written."""
+        RetrievalOptions.from_options(options)
+
+    @classmethod
+    def create(cls, ctx: StrategyContext) -> "AceRetrieval":
+        opts = RetrievalOptions.from_options(dict(ctx.options))
+        source = opts.playbook or ctx.memory_path
+        if not source:
+            raise ValueError(f"strategy {NAME!r} needs a playbook: pass memory=<path> (MEMORY= in make) or "
+                             f"strategy.options.playbook=<path>; an ACE playbook or a guideline file")
+        playbook, meta = read_playbook_or_guidelines(source)
+        ranker = _ranker(opts, ctx) if opts.ranker == "llm" else None
+        return cls(playbook, dict(ctx.options), ranker=ranker, count_tokens=token_counter(ctx.model),
+                   meta={**meta, "source": str(source)})
+
+
+def _ranker(opts: RetrievalOptions, ctx: StrategyContext) -> JsonLLM:
+    model = opts.ranker_model or ctx.model
+    if not model:
+        raise ValueError(f"{NAME}: ranker=llm needs a model; set strategy.options.ranker_model")
+    own = opts.ranker_kwargs
+    kwargs = dict(own) if own is not None else (dict(ctx.model_kwargs) if model == ctx.model else {})
+    return JsonLLM(model=model, kwargs=kwargs, json_mode=opts.json_mode, api_key_env=opts.ranker_api_key_env)
+
+
+def _cost(model: str, prompt: int, completion: int) -> float | None:
+    """LiteLLM's price for the call; None when it has none (never a silent 0)."""
+    try:
+        import litellm
+
+        parts = litellm.cost_per_token(model=model, prompt_tokens=prompt, completion_tokens=completion)
+        return float(sum(parts))
+    except Exception:
+        return None
+

@@ -1,0 +1,75 @@
+"""budget_usd against a FAKE priced provider on 127.0.0.1 (tests/fault_server.py, usage in every reply; the
+price comes from model.price_per_mtok_*): the run stops within the episodes in flight of the cap, says so,
+records it in the manifest, and a rerun with a higher budget completes exactly the remaining episodes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, compose, read_records
+from fault_server import FaultServer, scripts_for
+from harness.runner import run_job
+from harness.runner.budget import episode_cost
+
+TASKS, CONCURRENCY = 8, 2
+PRICE = ["model.price_per_mtok_in=100", "model.price_per_mtok_out=400"]  # USD per 1M tokens: visible sums
+
+
+def config(runs_dir, name, api_base, *extra):
+    return compose("model=litellm", "model.name=openai/fault-agent", f"+model.kwargs.api_base={api_base}",
+                   "model.api_key_env=LLMCRED", "model.max_retries=0", *PRICE, f"benchmark.limit={TASKS}",
+                   f"concurrency={CONCURRENCY}", "progress=false", f"runs_dir={runs_dir}", f"run_name={name}", *extra)
+
+
+@pytest.fixture
+def cred(monkeypatch):
+    monkeypatch.setenv("LLMCRED", "budget-test-cred-0123456789")
+
+
+def spent(run_dir):
+    return sum(episode_cost(r) for r in read_records(run_dir))
+
+
+def test_the_budget_stops_within_one_wave_and_a_higher_one_resumes(runs_dir, cred, capsys):
+    scripts, scenarios = scripts_for(config(runs_dir, "x", "http://unused"))
+    with FaultServer(scripts, scenarios) as server:
+        run_job(config(runs_dir, "free", server.api_base))  # no budget: what every episode costs
+        costs = [episode_cost(r) for r in read_records(runs_dir / "free")]
+        assert len(costs) == TASKS and all(c and c > 0 for c in costs)  # priced from the config, cached or not
+        budget = 3.5 * sum(costs) / len(costs)
+
+        first = run_job(config(runs_dir, "capped", server.api_base, f"budget_usd={budget}"))
+        capped = read_records(runs_dir / "capped")
+        assert 0 < len(capped) < TASKS and first["ran"] == len(capped)
+        # never more over the cap than the episodes in flight
+        assert spent(runs_dir / "capped") <= budget + CONCURRENCY * max(costs)
+        err = capsys.readouterr().err
+        assert f"stopped at budget: ${spent(runs_dir / 'capped'):.4f} of ${budget:.2f}, {len(capped)} of {TASKS} " \
+               "episodes" in err
+        job = next(iter(json.loads((runs_dir / "capped" / "manifest.json").read_text())["jobs"].values()))
+        assert job["budget"]["stopped"] is True and job["budget"]["episodes_done"] == len(capped)
+
+        again = run_job(config(runs_dir, "capped", server.api_base, f"budget_usd={100 * budget}"))
+    records = read_records(runs_dir / "capped")
+    assert again["ran"] == TASKS - len(capped) and again["skipped"] == len(capped)
+    assert sorted(r["task_id"] for r in records) == sorted(r["task_id"] for r in read_records(runs_dir / "free"))
+    job = next(iter(json.loads((runs_dir / "capped" / "manifest.json").read_text())["jobs"].values()))
+    assert job["budget"]["stopped"] is False and job["budget"]["episodes_done"] == TASKS
+
+
+def _sweep(tmp_path, *overrides):
+    return subprocess.run([sys.executable, "-m", "harness.run", "model=litellm", "benchmark.limit=1",
+                           f"runs_dir={tmp_path}", "run_name=b", "model.api_key_env=LLMCRED", *overrides], cwd=REPO,
+                          capture_output=True, text=True, env={**__import__("os").environ, "LLMCRED": "x" * 20})
+
+
+def test_an_unpriced_model_with_a_budget_exits_2_before_anything_runs(tmp_path):
+    proc = _sweep(tmp_path, "model.name=openai/fault-agent", "budget_usd=1")
+    assert proc.returncode == 2 and "openai/fault-agent has no price" in proc.stderr
+    assert not (tmp_path / "b").exists()
+    half = _sweep(tmp_path, "model.name=openai/fault-agent", "model.price_per_mtok_in=1")
+    assert half.returncode == 2 and "price_per_mtok_out must be set" in half.stderr

@@ -1,0 +1,74 @@
+"""tau2's evaluator in a process pool while episodes overlap (harness/benchmarks/tau2/eval_pool.py): the same
+RewardInfo as in the episode's thread, no pool for one episode at a time, and a broken pool loses nothing.
+SCRIPTED oracle episodes (no language model)."""
+
+from __future__ import annotations
+
+from concurrent.futures.process import BrokenProcessPool
+
+import pytest
+from conftest import read_records
+from tau2.data_model.simulation import Results
+from tau2.evaluator.evaluator import EvaluationType
+
+from harness.benchmarks.tau2 import eval_pool
+from harness.benchmarks.tau2.data import TaskSource
+from harness.run import compose_job
+from harness.runner import run_job
+from harness.serving.models import serve_scripted
+
+
+@pytest.fixture(autouse=True)
+def fresh_pool(monkeypatch):
+    """Each test starts with no pool in this process and shuts down the one it started."""
+    monkeypatch.setattr(eval_pool, "_pool", None)
+    monkeypatch.setattr(eval_pool, "_broken", False)
+    yield
+    if eval_pool._pool is not None:
+        eval_pool._pool.shutdown(wait=True)
+
+
+@pytest.fixture()
+def stored_episode(tmp_path):
+    """One oracle episode run at concurrency 1: its simulation, task and record."""
+    serve_scripted(compose_job(["model=oracle"]).model.name)
+    run_job(compose_job(["model=oracle", "progress=false", f"runs_dir={tmp_path}", "run_name=one",
+                         "benchmark.limit=1"]))
+    assert eval_pool._pool is None  # one episode at a time: no pool was started
+    record = read_records(tmp_path / "one")[0]
+    results = Results.load(tmp_path / "one" / record["trajectory"])
+    return results.simulations[0], results.tasks[0], record
+
+
+def test_the_pool_gives_the_thread_s_reward_info(stored_episode):
+    simulation, task, record = stored_episode
+    source = TaskSource("retail")
+    in_thread = eval_pool.evaluate(simulation, task, EvaluationType.ALL, source)
+    assert in_thread.reward == record["reward"] == 1.0
+    with eval_pool.episode(), eval_pool.episode():  # two episodes in flight: the pool starts and is used
+        pool = eval_pool._pool
+        assert pool is not None
+        submitted = []
+        real_submit = pool.submit
+        pool.submit = lambda *a: submitted.append(a[0].__name__) or real_submit(*a)
+        try:
+            pooled = eval_pool.evaluate(simulation, task, EvaluationType.ALL, source)
+        finally:
+            del pool.submit
+    assert submitted == ["_evaluate_json"] and pooled.model_dump() == in_thread.model_dump()
+
+
+def test_a_broken_pool_evaluates_in_the_thread(stored_episode, monkeypatch):
+    simulation, task, _ = stored_episode
+
+    class Broken:
+        def submit(self, *args):
+            raise BrokenProcessPool("a worker died")
+
+        def shutdown(self, **kwargs):
+            pass
+
+    monkeypatch.setattr(eval_pool, "_pool", Broken())
+    with eval_pool.episode(), eval_pool.episode():
+        reward = eval_pool.evaluate(simulation, task, EvaluationType.ALL, TaskSource("retail"))
+    assert reward.reward == 1.0 and eval_pool._pool is None and eval_pool._broken  # no other pool is started
