@@ -4,6 +4,7 @@ in-process (tests, notebooks)."""
 
 from __future__ import annotations
 
+import sys
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -12,12 +13,18 @@ class PluginRegistry:
     def __init__(self, group: str, kind: str, unknown: type[Exception]):
         self.group, self.kind, self.unknown = group, kind, unknown
         self.extra: dict[str, Any] = {}
+        self._scanned: tuple[tuple[str, ...], dict[str, Any]] | None = None
 
     def register(self, name: str, obj: Any) -> None:
         self.extra[name] = obj
 
     def _entry_points(self) -> dict[str, Any]:
-        return {ep.name: ep for ep in entry_points(group=self.group)}
+        # scanning installed distributions costs milliseconds and a job asks many times; a changed sys.path
+        # (a plugin folder added) scans again
+        path = tuple(sys.path)
+        if self._scanned is None or self._scanned[0] != path:
+            self._scanned = (path, {ep.name: ep for ep in entry_points(group=self.group)})
+        return self._scanned[1]
 
     def available(self) -> list[str]:
         return sorted(set(self._entry_points()) | set(self.extra))

@@ -68,7 +68,7 @@ def evaluate(simulation: SimulationRun, task: Task, evaluation_type: EvaluationT
     if pool is not None:
         try:
             reply = pool.submit(_evaluate_json, simulation.model_dump_json(), task.model_dump_json(),
-                                evaluation_type.value, source.domain, str(source.data_dir or "") or None)
+                                evaluation_type.value, source.domain, str(source.data_dir) if source.data_dir else None)
             return RewardInfo.model_validate_json(reply.result())
         except BrokenProcessPool:
             _drop_pool(pool)
