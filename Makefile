@@ -99,8 +99,9 @@ TAU2_REF ?= v1.0.1
 tau2-data:
 	scripts/fetch-tau2-data.sh $(TAU2_REF) .cache/tau2-data/$(TAU2_REF)
 
+# two workers or more (one per core, at most 4), whole files per worker so module fixtures are built once
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile
 
 sweep: setup
 	$(PY) -m harness.run -m $(SWEEP_ARGS)

@@ -51,27 +51,8 @@ def _cell_title(key) -> str:
 
 
 def success_vs_tokens(summary: pd.DataFrame, out_dir: Path) -> list[Path]:
-    cells = list(summary.groupby(CELL, sort=False, dropna=False))
-    if not cells:
-        return []
-    fig, axes = plt.subplots(1, len(cells), figsize=(5.2 * len(cells), 4.2), squeeze=False)
-    for ax, (key, cell) in zip(axes[0], cells):
-        cell = cell.dropna(subset=["tokens/task"])
-        for _, r in cell.iterrows():
-            y = 100 * r["success"]
-            err = [[y - 100 * r["success_lo"]], [100 * r["success_hi"] - y]]
-            ax.errorbar(r["tokens/task"], y, yerr=err, fmt="o", capsize=4, label=r["strategy"])
-        if len(cell):
-            front = pareto_front(cell, "tokens/task", "success")
-            ax.plot(front["tokens/task"], 100 * front["success"], "--o", color="grey", lw=1, ms=14, mfc="none",
-                    label="Pareto front (circled)")
-        ax.set_xlabel("agent tokens per task (prompt + completion, tokens)")
-        ax.set_ylabel("success rate (%, 95% CI over tasks)")
-        ax.set_title(_cell_title(key), fontsize=10)
-        ax.set_ylim(-5, 105)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="best")
-    return save(fig, out_dir, "success_vs_tokens")
+    return _success_scatter(summary.dropna(subset=["tokens/task"]), "tokens/task",
+                            "agent tokens per task (prompt + completion, tokens)", out_dir, "success_vs_tokens")
 
 
 def success_vs_cost(summary: pd.DataFrame, out_dir: Path) -> list[Path]:
@@ -80,8 +61,13 @@ def success_vs_cost(summary: pd.DataFrame, out_dir: Path) -> list[Path]:
     are left out; no priced row, no figure."""
     if "usd+build/task" not in summary:
         return []
-    priced = summary[summary["usd+build/task"].notna()]
-    cells = list(priced.groupby(CELL, sort=False, dropna=False))
+    return _success_scatter(summary[summary["usd+build/task"].notna()], "usd+build/task",
+                            "USD per task (agent + user + judge, memory build amortised)", out_dir, "success_vs_cost")
+
+
+def _success_scatter(rows: pd.DataFrame, x: str, xlabel: str, out_dir: Path, name: str) -> list[Path]:
+    """One panel per cell: success (95% CI bars) against `x`, one point per strategy, the Pareto front circled."""
+    cells = list(rows.groupby(CELL, sort=False, dropna=False))
     if not cells:
         return []
     fig, axes = plt.subplots(1, len(cells), figsize=(5.2 * len(cells), 4.2), squeeze=False)
@@ -89,17 +75,17 @@ def success_vs_cost(summary: pd.DataFrame, out_dir: Path) -> list[Path]:
         for _, r in cell.iterrows():
             y = 100 * r["success"]
             err = [[y - 100 * r["success_lo"]], [100 * r["success_hi"] - y]]
-            ax.errorbar(r["usd+build/task"], y, yerr=err, fmt="o", capsize=4, label=r["strategy"])
-        front = pareto_front(cell, "usd+build/task", "success")
-        ax.plot(front["usd+build/task"], 100 * front["success"], "--o", color="grey", lw=1, ms=14, mfc="none",
+            ax.errorbar(r[x], y, yerr=err, fmt="o", capsize=4, label=r["strategy"])
+        front = pareto_front(cell, x, "success")
+        ax.plot(front[x], 100 * front["success"], "--o", color="grey", lw=1, ms=14, mfc="none",
                 label="Pareto front (circled)")
-        ax.set_xlabel("USD per task (agent + user + judge, memory build amortised)")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel("success rate (%, 95% CI over tasks)")
         ax.set_title(_cell_title(key), fontsize=10)
         ax.set_ylim(-5, 105)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="best")
-    return save(fig, out_dir, "success_vs_cost")
+    return save(fig, out_dir, name)
 
 
 def line_plot(lines: dict[str, pd.Series], xlabel: str, ylabel: str, title: str, out_dir: Path,

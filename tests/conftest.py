@@ -14,6 +14,14 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_MEMORY = REPO / "strategies" / "samples" / "tau2_sample.jsonl"
+# `make test` runs files on two workers (pytest-xdist, --dist loadfile); the longest files go first so that
+# neither worker ends on one of them alone
+LONGEST_FIRST = ("test_readme_quickstart.py", "test_selfcheck.py", "test_kill_resume.py", "test_tau2_results_files.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
 
 
 def run_cli(*overrides: str, runs_dir: Path, multirun: bool = False, env: dict | None = None,
@@ -34,8 +42,7 @@ def compose(*overrides: str):
     from hydra import compose as hydra_compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from harness.config import register_schemas
-    from harness.config import CONFIG_DIR
+    from harness.config import CONFIG_DIR, register_schemas
 
     register_schemas()
     GlobalHydra.instance().clear()

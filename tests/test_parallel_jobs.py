@@ -13,4 +13,6 @@ def test_joblib_launcher_jobs_append_to_one_run(runs_dir):
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = read_records(runs_dir / "par")  # every line parses: no interleaved writes
     assert Counter(r["strategy"] for r in records) == {"none": 3, "full": 3}
-    assert all(r["error"] is None and r["success"] for r in records)
+    failed = [(r["strategy"], r["task_id"], r["error"], r.get("error_detail")) for r in records
+              if r["error"] is not None or not r["success"]]
+    assert not failed, failed

@@ -268,3 +268,12 @@ def load_playbook(path: str | Path) -> tuple[Playbook, dict[str, Any]]:
     if meta.get("kind") != KIND:
         raise MemoryFileError(f"{path}: not an ACE playbook (_meta.kind must be {KIND!r})")
     return Playbook(bullets, int(meta.get("next_id", 1))), meta
+
+
+def learned_with_labels(meta: dict[str, Any]) -> bool | None:
+    """From a playbook artifact's meta: `learned_from.ground_truth` (provenance) or `ground_truth`; None when
+    unknown."""
+    learned = meta.get("learned_from")
+    flag = learned.get("ground_truth") if isinstance(learned, dict) else None
+    flag = meta.get("ground_truth") if flag is None else flag
+    return flag if isinstance(flag, bool) else None

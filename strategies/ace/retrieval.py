@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from strategies.ace.llm import JSON_MODES, JsonLLM
-from strategies.ace.playbook import Playbook
+from strategies.ace.playbook import Playbook, learned_with_labels
 from strategies.ace.roles import cited_steps
 from strategies.base import Delivery, Embedder, StepView, TaskView, Trajectory, seen_task_text
 from strategies.budget import budget_option, fit_budget, token_counter
@@ -139,10 +139,7 @@ class AceRetrieval:
 
     @property
     def ground_truth(self) -> bool | None:
-        learned = self.meta.get("learned_from")
-        flag = learned.get("ground_truth") if isinstance(learned, dict) else None
-        flag = self.meta.get("ground_truth") if flag is None else flag
-        return flag if isinstance(flag, bool) else None
+        return learned_with_labels(self.meta)
 
     # --- selection -----------------------------------------------------------------------------
     def _rank(self, task_id: str, query: str) -> list[str]:

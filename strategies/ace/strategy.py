@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from strategies.ace.adapt import AceSettings
 from strategies.ace.llm import JSON_MODES
-from strategies.ace.playbook import Playbook
+from strategies.ace.playbook import Playbook, learned_with_labels
 from strategies.memory_file import read_playbook_or_guidelines
 from strategies.ace.pruning import enforce_budget
 from strategies.ace.pruning import drop_order
@@ -130,11 +130,7 @@ class AcePlaybook:
 
     @property
     def ground_truth(self) -> bool | None:
-        """From the artifact: `learned_from.ground_truth` (provenance) or `ground_truth`; None when unknown."""
-        learned = self.meta.get("learned_from")
-        flag = learned.get("ground_truth") if isinstance(learned, dict) else None
-        flag = self.meta.get("ground_truth") if flag is None else flag
-        return flag if isinstance(flag, bool) else None
+        return learned_with_labels(self.meta)
 
     # --- state ---------------------------------------------------------------------------------
     @property

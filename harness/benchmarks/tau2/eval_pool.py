@@ -11,7 +11,8 @@ Ray worker) evaluates in its own thread as before: nothing to overlap, no proces
 The worker runs the same tau2 function on the same simulation and task (sent as JSON, as tau2 stores them)
 and returns the RewardInfo as JSON. Tasks graded by NL assertions stay in the episode's thread: their judge
 is a model call ledgered into the episode (judge.py). A pool that breaks (a worker killed) is dropped and
-the evaluation runs in the thread: an episode is never lost to the pool.
+the evaluation runs in the thread, as does one whose worker raised (the thread's own evaluation then decides,
+exactly as without the pool): an episode is never lost or labelled by the pool.
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ def evaluate(simulation: SimulationRun, task: Task, evaluation_type: EvaluationT
             return RewardInfo.model_validate_json(reply.result())
         except BrokenProcessPool:
             _drop_pool(pool)
+        except Exception as error:  # noqa: BLE001 -- whatever failed in the worker, the thread's result stands
+            log.warning("tau2 evaluation in the pool failed (%s); evaluating in the episode's thread", error)
     return evaluate_simulation(simulation=simulation, task=task, solo_mode=False, evaluation_type=evaluation_type,
                                domain=source.evaluator_domain)
 
