@@ -49,6 +49,7 @@ def timed(runs: Path, name: str, *overrides: str) -> float:
 def threads_figure(args, runs: Path, task_id: str) -> None:
     same = [f"+model.kwargs.metadata.latency_s={args.latency}", f"benchmark.task_ids=[{task_id}]",
             f"benchmark.trials={args.trials}"]
+    eval_pool.enabled = True  # this script guards its main, so the pool's spawned workers may import it
     timed(runs, "warm-pool", "concurrency=2", "benchmark.limit=2")  # starts the evaluation pool, off the clock
     one = timed(runs, "t1", "concurrency=1", *same)
     eval_pool.enabled = False

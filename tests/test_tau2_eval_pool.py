@@ -72,3 +72,46 @@ def test_a_broken_pool_evaluates_in_the_thread(stored_episode, monkeypatch):
     with eval_pool.episode(), eval_pool.episode():
         reward = eval_pool.evaluate(simulation, task, EvaluationType.ALL, TaskSource("retail"))
     assert reward.reward == 1.0 and eval_pool._pool is None and eval_pool._broken  # no other pool is started
+
+
+def test_a_worker_error_is_decided_by_the_thread_and_keeps_the_pool(stored_episode, monkeypatch):
+    simulation, task, _ = stored_episode
+
+    class Failing:
+        def submit(self, *args):
+            raise RuntimeError("the worker could not bootstrap")
+
+        def shutdown(self, **kwargs):
+            pass
+
+    failing = Failing()
+    monkeypatch.setattr(eval_pool, "_pool", failing)
+    monkeypatch.setattr(eval_pool, "enabled", True)
+    with eval_pool.episode(), eval_pool.episode():
+        reward = eval_pool.evaluate(simulation, task, EvaluationType.ALL, TaskSource("retail"))
+    assert reward.reward == 1.0 and eval_pool._pool is failing and not eval_pool._broken
+
+
+@pytest.mark.parametrize(("spec", "has_file", "safe"), [("harness.run", True, True), (None, True, False),
+                                                       (None, False, True)])
+def test_the_pool_is_used_only_where_a_spawned_worker_may_import_main(monkeypatch, spec, has_file, safe):
+    """`python -m harness.run` and pytest guard their main; a plain script may not (each worker would run it
+    again); an interactive session has no main file."""
+    import sys
+    import types
+
+    main = types.ModuleType("__main__")
+    main.__spec__ = types.SimpleNamespace(name=spec) if spec else None
+    if has_file:
+        main.__file__ = "/somewhere/script.py"
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    monkeypatch.setattr(eval_pool, "enabled", None)
+    started = []
+    monkeypatch.setattr(eval_pool, "_start_pool", lambda: started.append(True))
+    with eval_pool.episode(), eval_pool.episode():
+        pass
+    assert eval_pool.main_is_importable() is safe and bool(started) is safe
+    monkeypatch.setattr(eval_pool, "enabled", True)  # a guarded script (bench/scale.py) opts in
+    with eval_pool.episode(), eval_pool.episode():
+        pass
+    assert started

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -41,7 +42,21 @@ _lock = threading.Lock()
 _in_flight = 0
 _pool: ProcessPoolExecutor | None = None
 _broken = False  # a pool broke once in this process: no other is started
-enabled = True  # False: every evaluation in its episode's thread, as before the pool (bench/scale.py's old figure)
+# True / False: the pool is / is never used (bench/scale.py measures both). None: used when workers can be
+# spawned safely (main_is_importable).
+enabled: bool | None = None
+
+
+def main_is_importable() -> bool:
+    """A `spawn` worker imports the parent's main module. That is harmless for `python -m ...` (harness.run,
+    pytest: they guard their main) and for an interactive session (no file), but a plain script without an
+    `if __name__ == "__main__"` guard would be run again in every worker: it evaluates in its threads."""
+    main = sys.modules.get("__main__")
+    return main is None or getattr(main, "__spec__", None) is not None or not hasattr(main, "__file__")
+
+
+def _use_pool() -> bool:
+    return main_is_importable() if enabled is None else enabled
 
 
 @contextmanager
@@ -51,7 +66,7 @@ def episode() -> Iterator[None]:
     global _in_flight
     with _lock:
         _in_flight += 1
-        if enabled and _in_flight > 1:
+        if _in_flight > 1 and _use_pool():
             _start_pool()
     try:
         yield
@@ -64,8 +79,8 @@ def evaluate(simulation: SimulationRun, task: Task, evaluation_type: EvaluationT
     """tau2's `evaluate_simulation(solo_mode=False)` on `source`'s environments, in the pool when other episodes
     are in flight."""
     with _lock:
-        pool = _pool if enabled and _in_flight > 1 and evaluation_type != EvaluationType.ALL_WITH_NL_ASSERTIONS \
-            else None
+        pool = _pool if _in_flight > 1 and evaluation_type != EvaluationType.ALL_WITH_NL_ASSERTIONS \
+            and _use_pool() else None
     if pool is not None:
         try:
             reply = pool.submit(_evaluate_json, simulation.model_dump_json(), task.model_dump_json(),
