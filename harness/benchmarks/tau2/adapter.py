@@ -123,11 +123,10 @@ class Tau2Benchmark(BenchmarkBase):
                         num_trials=self.cfg.trials, max_steps=self.cfg.max_steps,
                         max_errors=self.cfg.max_errors, seed=self.cfg.seed)
 
-    @cached_property
+    @property
     def tool_types(self) -> dict[str, str]:
         """tool name -> tau2's tool type (read, write, ...): which gold calls change the DB (tau2_script.py)."""
-        tools = self.source.environment().tools
-        return {name: tools.tool_type(name).value for name in tools.get_tools()}
+        return _tool_types(self.source)
 
     def oracle_script(self, task: Task, find_drop: bool = False) -> dict[str, Any]:
         """A scripted model's script for `task` (harness/scripted/tau2_script.py); never called for a real model."""
@@ -211,3 +210,15 @@ class Tau2Benchmark(BenchmarkBase):
         return Trajectory(task=self.task_view(task, self.name, first_user_text(messages)), messages=messages,
                           reward=float(record["reward"]), success=bool(record["success"]),
                           feedback=feedback(sim.reward_info))
+
+
+_TOOL_TYPES: dict[tuple[str, str], dict[str, str]] = {}
+
+
+def _tool_types(source: TaskSource) -> dict[str, str]:
+    # ~0.4 s to build a domain's tools; every job of a sweep (one process) asks again for the same domain
+    key = (source.domain, str(source.data_dir))
+    if key not in _TOOL_TYPES:
+        tools = source.environment().tools
+        _TOOL_TYPES[key] = {name: tools.tool_type(name).value for name in tools.get_tools()}
+    return _TOOL_TYPES[key]
