@@ -20,6 +20,7 @@ import pandas as pd
 
 from analysis import fmt, noninferiority, power, stats
 from analysis.build_cost import add_build_cost
+from analysis.costs import add_costs
 from analysis.load import add_pool_option
 from analysis.metrics import (CELL, GROUP, pass_hat_k_per_task, per_task_means, task_success, valid,
                               with_assembly, with_tokens)
@@ -53,7 +54,8 @@ def per_task_metric(df: pd.DataFrame, k: int) -> pd.Series:
 def _per_task_prices(ok: pd.DataFrame) -> pd.DataFrame:
     """Per (cell, strategy): records and the per-task figures exactly as the tables compute them
     (analysis.metrics.per_task_means: infra episodes' partial usage left out; unknown stays nan)."""
-    rows = [{**dict(zip(GROUP, key)), "records": len(group), **per_task_means(group)}
+    rows = [{**dict(zip(GROUP, key)), "records": len(group), "success": group["success"].mean(),
+             **per_task_means(group)}
             for key, group in with_assembly(with_tokens(ok)).groupby(GROUP, sort=False, dropna=False)]
     return pd.DataFrame(rows)
 
@@ -61,7 +63,8 @@ def _per_task_prices(ok: pd.DataFrame) -> pd.DataFrame:
 def _price(row: pd.Series, by: str) -> tuple[float, str]:
     """(price per task, how it was priced): delivery plus amortised build; unknown build priced as 0, said so."""
     if by == "cost":
-        base, build, unit = row.get("cost_usd/task"), row.get("build_cost/task"), "USD"
+        # what the tables price: agent + user simulator + judge + the strategy's own calls (analysis.costs)
+        base, build, unit = row.get("usd/task"), row.get("build_cost/task"), "USD"
     else:
         base, build, unit = row.get("tokens/task"), row.get("build_tokens/task"), "tokens"
     if fmt.missing(base):
@@ -83,6 +86,7 @@ def recommend(records: pd.DataFrame, k: int = 1, by: str = "tokens", delta_pts: 
         raise ValueError(f"--by must be tokens or cost, not {by!r}")
     ok = valid(records)
     summary = add_build_cost(_per_task_prices(ok), ok, amortise_over)
+    summary = add_costs(summary, ok) if by == "cost" else summary
     out = []
     for key, cell in ok.groupby(CELL, sort=False, dropna=False):
         groups = dict(tuple(cell.groupby("strategy", sort=False)))

@@ -115,3 +115,14 @@ def test_unpriced_runs_name_the_best_qualifying_and_say_why(artifact):
     [rec] = recommend.recommend(_records(artifact, "strong"), by="cost")  # simulated records carry no cost
     assert rec.choice == "full"
     assert any("none can be ranked on price" in s for s in rec.sentences)
+
+
+def test_by_cost_prices_every_role_as_the_tables_do(artifact):
+    """--by cost: agent + user simulator + judge per task (analysis.costs), not the agent's calls alone. The
+    agent costs the same under every strategy here; only the user simulator's cost tells them apart."""
+    df = _records(artifact, "strong", 0)
+    df["cost_usd"] = 0.01
+    df["user_cost_usd"] = df["strategy"].map({"none": 0.001, "core": 0.002, "full": 0.5})
+    df["judge_cost_usd"] = 0.0
+    [rec] = recommend.recommend(df, by="cost")
+    assert rec.per_task["full"] == pytest.approx(0.51) and rec.per_task["none"] == pytest.approx(0.011)

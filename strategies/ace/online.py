@@ -12,8 +12,7 @@ from strategies.ace.adapt import AceSettings, Adapter, UpdateReport
 from strategies.ace.llm import JsonLLM
 from strategies.ace.playbook import Playbook, load_playbook
 from strategies.ace.pruning import EmbeddingCache
-from strategies.ace.strategy import (LATEST, ONLINE_OPTIONS, RENAMED, SNAPSHOTS, AcePlaybook, check_options, now_utc,
-                                     validate)
+from strategies.ace.strategy import LATEST, ONLINE_OPTIONS, RENAMED, SNAPSHOTS, AcePlaybook, check_options, now_utc
 from strategies.base import Delivery, StepView, TaskView, Trajectory
 from strategies.budget import token_counter
 from strategies.memory_file import learned_from, read_playbook_or_guidelines
@@ -32,6 +31,7 @@ class AceOnline(AcePlaybook):
     """
 
     name = "ace_online"
+    option_names = ONLINE_OPTIONS
     known_options = tuple(sorted(ONLINE_OPTIONS | set(RENAMED)))
     learns_online = True
 
@@ -179,12 +179,8 @@ class AceOnline(AcePlaybook):
                              "snapshot": str(stream.dir.relative_to(self.artifacts_dir) / snapshot)})
 
     @classmethod
-    def validate_options(cls, options: dict[str, Any]) -> None:
-        validate(cls.name, options, ONLINE_OPTIONS)
-
-    @classmethod
     def create(cls, ctx: StrategyContext) -> "AceOnline":
-        options = check_options(cls.name, ctx.options, ONLINE_OPTIONS)
+        options = check_options(cls.name, ctx.options, cls.option_names)
         settings = AceSettings.from_options(options)
         source = options.get("playbook") or ctx.memory_path  # each stream resumes from its own latest file
         if source:

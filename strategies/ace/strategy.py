@@ -81,6 +81,7 @@ class AcePlaybook:
     """`ace`: deliver one frozen playbook, whole, at every step."""
 
     name = "ace"
+    option_names = FROZEN_OPTIONS  # what validate_options accepts (ace_online: its own set)
     known_options = tuple(sorted(FROZEN_OPTIONS | set(RENAMED)))  # a renamed one reaches the hook's message
     learns_online = False
 
@@ -173,11 +174,11 @@ class AcePlaybook:
 
     @classmethod
     def validate_options(cls, options: dict[str, Any]) -> None:
-        validate(cls.name, options, FROZEN_OPTIONS)
+        validate(cls.name, options, cls.option_names)
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "AcePlaybook":
-        options = check_options(cls.name, ctx.options, FROZEN_OPTIONS)
+        options = check_options(cls.name, ctx.options, cls.option_names)
         source = options.get("playbook") or ctx.memory_path
         if not source:
             raise ValueError("strategy 'ace' needs a playbook: pass memory=<path> (MEMORY= in make) or "
