@@ -115,3 +115,25 @@ def test_the_pool_is_used_only_where_a_spawned_worker_may_import_main(monkeypatc
     with eval_pool.episode(), eval_pool.episode():
         pass
     assert started
+
+
+def test_a_pool_that_cannot_start_leaves_the_episode_to_its_thread(stored_episode, monkeypatch):
+    """Seen under joblib's workers: a spawned child died at start-up and the warm-up submit raised inside the
+    episode. Now the pool is given up and the episode evaluates in its thread."""
+    simulation, task, _ = stored_episode
+
+    class DiesAtStart:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def submit(self, *args):
+            raise BrokenProcessPool("A child process terminated abruptly")
+
+        def shutdown(self, **kwargs):
+            pass
+
+    monkeypatch.setattr(eval_pool, "ProcessPoolExecutor", DiesAtStart)
+    monkeypatch.setattr(eval_pool, "enabled", True)
+    with eval_pool.episode(), eval_pool.episode():
+        reward = eval_pool.evaluate(simulation, task, EvaluationType.ALL, TaskSource("retail"))
+    assert reward.reward == 1.0 and eval_pool._pool is None and eval_pool._broken

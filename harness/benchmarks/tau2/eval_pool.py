@@ -10,7 +10,7 @@ Ray worker) evaluates in its own thread as before: nothing to overlap, no proces
 
 The worker runs the same tau2 function on the same simulation and task (sent as JSON, as tau2 stores them)
 and returns the RewardInfo as JSON. Tasks graded by NL assertions stay in the episode's thread: their judge
-is a model call ledgered into the episode (judge.py). A pool that breaks (a worker killed) is dropped and
+is a model call ledgered into the episode (judge.py). A pool that cannot start or breaks (a worker killed) is dropped and
 the evaluation runs in the thread, as does one whose worker raised (the thread's own evaluation then decides,
 exactly as without the pool): an episode is never lost or labelled by the pool.
 """
@@ -110,12 +110,21 @@ def _source(domain: str, data_dir: str | None) -> TaskSource:
 
 
 def _start_pool() -> None:
-    global _pool
+    """Called under _lock. A pool whose workers cannot start (a child that dies while spawning, e.g. inside
+    another library's worker process) is given up for this process: the episodes evaluate in their threads."""
+    global _pool, _broken
     if _pool is None and not _broken:
         workers = max(1, min(MAX_WORKERS, os.cpu_count() or 1))
-        _pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-        for _ in range(workers):  # the workers import tau2 now, not during the first evaluations
-            _pool.submit(_warm)
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        try:
+            for _ in range(workers):  # the workers import tau2 now, not during the first evaluations
+                pool.submit(_warm)
+        except Exception as error:  # noqa: BLE001 -- BrokenProcessPool, or the spawn itself failing
+            log.warning("tau2 evaluation pool did not start (%s); evaluating in the episodes' threads", error)
+            _broken = True
+            pool.shutdown(wait=False, cancel_futures=True)
+            return
+        _pool = pool
 
 
 def _warm() -> None:
