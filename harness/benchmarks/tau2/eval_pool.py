@@ -10,9 +10,9 @@ Ray worker) evaluates in its own thread as before: nothing to overlap, no proces
 
 The worker runs the same tau2 function on the same simulation and task (sent as JSON, as tau2 stores them)
 and returns the RewardInfo as JSON. Tasks graded by NL assertions stay in the episode's thread: their judge
-is a model call ledgered into the episode (judge.py). A pool that cannot start or breaks (a worker killed) is dropped and
-the evaluation runs in the thread, as does one whose worker raised (the thread's own evaluation then decides,
-exactly as without the pool): an episode is never lost or labelled by the pool.
+is a model call ledgered into the episode (judge.py). A pool that cannot start or breaks (a worker killed) is
+dropped and the evaluation runs in the thread, as does one whose worker raised (the thread's own evaluation then
+decides, exactly as without the pool): an episode is never lost or labelled by the pool.
 """
 
 from __future__ import annotations
