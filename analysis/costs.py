@@ -102,7 +102,7 @@ def budget_flags(summary: pd.DataFrame, records: pd.DataFrame) -> list[str]:
 
 
 def usd(v) -> str:
-    """'$0.0123', '-' for unknown (unpriced), 'no successes' for inf."""
+    """'$0.0123', 'n/a' for unknown (unpriced), 'no successes' for inf."""
     if v is None or (isinstance(v, float) and np.isnan(v)):
         return "n/a"
     if np.isinf(v):

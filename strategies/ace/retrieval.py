@@ -32,6 +32,7 @@ from strategies.base import Delivery, Embedder, StepView, TaskView, Trajectory, 
 from strategies.budget import budget_option, fit_budget, token_counter
 from strategies.memory_file import read_playbook_or_guidelines
 from strategies.options import check_types
+from strategies.prices import price_of
 from strategies.registry import StrategyContext
 
 NAME = "ace_retrieval"
@@ -222,12 +223,8 @@ def _ranker(opts: RetrievalOptions, ctx: StrategyContext) -> JsonLLM:
 
 
 def _cost(model: str, prompt: int, completion: int) -> float | None:
-    """LiteLLM's price for the call; None when it has none (never a silent 0)."""
-    try:
-        import litellm
-
-        parts = litellm.cost_per_token(model=model, prompt_tokens=prompt, completion_tokens=completion)
-        return float(sum(parts))
-    except Exception:
-        return None
+    """The call's price from the project's one price lookup (strategies/prices.py, LiteLLM's map or a config
+    override LiteLLM was taught); None when unpriced (never a silent 0)."""
+    price = price_of(model)
+    return None if price is None else price.cost(prompt, completion)
 
