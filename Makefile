@@ -29,7 +29,9 @@ MODEL_MAP   ?=
 # runs that hold the same episodes as extra trials (refused otherwise: docs/failure-accounting.md)
 EXCLUDE     ?=
 POOL        ?=
-VIEW_ARGS    = $(foreach l,$(EXCLUDE),--exclude $(l)) $(if $(POOL),--pool-runs)
+# SHARED_TASKS=1 compares strategies that ran on different task sets on their shared task ids (refused otherwise)
+SHARED_TASKS ?=
+VIEW_ARGS    = $(foreach l,$(EXCLUDE),--exclude $(l)) $(if $(POOL),--pool-runs) $(if $(SHARED_TASKS),--shared-tasks)
 
 # MODEL is a configs/model/<name>.yaml or any LiteLLM model string
 MODEL_ARGS = $(if $(wildcard configs/model/$(MODEL).yaml),model=$(MODEL),model=litellm model.name=$(MODEL))
@@ -48,9 +50,20 @@ MEMORY_ARGS = $(MODEL_ARGS) benchmark=$(BENCH) \
 	$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS))
 
 .PHONY: setup test sweep selfcheck table tables report view export-tau2 import-tau2 bench bench-retrieval bench-scale clean-venv memory ace lock \
-	appworld-data tau2-data simulated-memory power recommend plan
+	appworld-data tau2-data simulated-memory power recommend plan corrupt aa
 
-setup: .venv/.setup-done .venv/.local-model-done .venv-appworld/.setup-done .venv/.browser-done
+# `make setup` builds its parts concurrently (a sub-make with -j$(SETUP_JOBS)): the main venv's installs,
+# AppWorld's venv and apt's chromium wait on the network and the disk beside the llama-cpp-python compile, which
+# builds in a venv of its own and needs no .venv. A new part is one more sentinel in SETUP_PARTS and its rule below
+# (docs/setup.md). SETUP_JOBS=1: one part at a time.
+SETUP_PARTS = .venv/.setup-done .venv/.offline-env-done .venv/.local-model-done .venv-appworld/.setup-done \
+	.venv/.browser-done
+SETUP_JOBS ?= 4
+.PHONY: setup-parts
+setup:
+	@$(MAKE) --no-print-directory -j$(SETUP_JOBS) setup-parts
+setup-parts: $(SETUP_PARTS)
+	@:
 
 # torch (CPU build) has its own lock: from /opt/wheels when the pinned wheel is there, else PyTorch's CPU index
 # (scripts/torch_source.py), hash-checked either way.
@@ -62,16 +75,27 @@ setup: .venv/.setup-done .venv/.local-model-done .venv-appworld/.setup-done .ven
 	.venv/bin/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
-# Offline default model (model=local): llama-cpp-python built once into .cache/wheels, SmolLM2 GGUF checked.
-.venv/.local-model-done: .venv/.setup-done requirements-local.lock requirements-build.lock scripts/setup-local-model.sh
-	scripts/setup-local-model.sh
+# Every interpreter of .venv (a plain .venv/bin/python, .venv/bin/tau2) reads LiteLLM's bundled price map instead
+# of fetching it (~10 s when offline), not only under make: site runs this .pth line at start-up; a value already in
+# the environment wins.
+.venv/.offline-env-done: .venv/.setup-done scripts/memdeliv-offline.pth
+	cp scripts/memdeliv-offline.pth "$$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
+	touch $@
+
+# Offline default model (model=local): llama-cpp-python built once into .cache/wheels (MEMDELIV_WHEEL_CACHE), in
+# its own build venv, so the compile (~5 min on 2 cores) starts at once; then installed, SmolLM2 GGUF checked.
+.cache/.local-model-wheel: requirements-local.lock requirements-build.lock scripts/setup-local-model.sh
+	scripts/setup-local-model.sh wheel
+	@mkdir -p $(@D) && touch $@
+.venv/.local-model-done: .venv/.setup-done .cache/.local-model-wheel
+	scripts/setup-local-model.sh install
 	touch $@
 
 # Debian's chromium for the viewer's browser tests (installed when missing and root, as in CI; else a note and
 # the browser tests skip). Marked done only once the browser is there, so a later `make setup` looks again.
-.venv/.browser-done: .venv/.setup-done scripts/setup-browser.sh
+.venv/.browser-done: scripts/setup-browser.sh
 	scripts/setup-browser.sh
-	@if [ -x /usr/bin/chromium ]; then touch $@; fi
+	@if [ -x /usr/bin/chromium ]; then mkdir -p $(@D) && touch $@; fi
 
 # AppWorld pins pydantic<2, so its engine gets its own venv (driven by harness/benchmarks/appworld/worker.py).
 # `appworld install` is offline: it decrypts the app code bundled in the package; its tests go to APPWORLD_CACHE.
@@ -120,6 +144,26 @@ memory: setup
 simulated-memory: setup
 	$(PY) -m harness.memory.simulated --benchmark $(BENCH)
 
+# Bad memory on purpose (docs/robustness.md): a corrupted copy of MEMORY. KIND contradict | stale | irrelevant |
+# duplicate; RATE a share (0.2) or a list (0,0.1,0.3,0.5: OUT is then a folder of <kind>_<percent>.jsonl);
+# MODE replace | add; PICK random | low_support | high_support; SOURCE: stale lessons' artifact; REWRITER: rule
+# (no model) or a LiteLLM model for contradict. aa: the same cell twice with two seeds (+experiment=aa), then the
+# observed A/A difference beside the power module's prediction.
+KIND     ?= contradict
+RATE     ?= 0.2
+OUT      ?=
+SEED     ?= 0
+MODE     ?= replace
+PICK     ?= random
+SOURCE   ?=
+REWRITER ?= rule
+corrupt: setup
+	$(PY) -m harness.memory.corrupt $(MEMORY) --kind $(KIND) --rate $(RATE) $(if $(OUT),--out $(OUT)) --seed $(SEED) \
+		--mode $(MODE) --pick $(PICK) --rewriter $(REWRITER) $(if $(SOURCE),--source $(SOURCE))
+aa: setup
+	$(PY) -m harness.run -m +experiment=aa $(SWEEP_ARGS)
+	$(PY) -m analysis.noise_floor runs/$(RUN)
+
 # Deciding (docs/deciding.md). power: minimum detectable Δ and tasks x trials needed for DELTA points, from
 # RUNS or, with PROFILE=strong|small, from the simulated world. recommend: the cheapest strategy shown to be at
 # most DELTA points below every other (non-inferiority; else "No decision yet"), on Pass^K, with build cost
@@ -130,10 +174,11 @@ PROFILE   ?=
 BY        ?= tokens
 AMORTISE  ?=
 power: setup
-	$(PY) -m analysis.power $(if $(PROFILE),--profile $(PROFILE),$(RUNS) $(if $(POOL),--pool-runs)) --delta $(DELTA) $(if $(TRIALS),--trials $(TRIALS))
+	$(PY) -m analysis.power $(if $(PROFILE),--profile $(PROFILE),$(RUNS) $(if $(POOL),--pool-runs) $(if $(SHARED_TASKS),--shared-tasks)) \
+		--delta $(DELTA) $(if $(TRIALS),--trials $(TRIALS))
 recommend: setup
 	$(PY) -m analysis.recommend $(RUNS) --k $(K) --by $(BY) --delta $(DELTA) $(if $(filter command line,$(origin MODEL)),--model $(MODEL)) \
-		$(if $(AMORTISE),--amortise-over $(AMORTISE)) $(if $(POOL),--pool-runs)
+		$(if $(AMORTISE),--amortise-over $(AMORTISE)) $(if $(POOL),--pool-runs) $(if $(SHARED_TASKS),--shared-tasks)
 
 # What a sweep would cost, before it runs (docs/cost.md): per strategy the episodes left (RUN= an existing run:
 # its recorded episodes are skipped), tokens and USD; PILOT=runs/<run> measures tokens from a pilot, else a prior;

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis import fmt
 from analysis.load import load_records
-from strategies.memory_file import load_memory
+from strategies.memory_file import MemoryFileError, load_memory
 
 JOB_KEYS = ["run_dir", "job", "strategy"]
 
@@ -92,6 +93,24 @@ def split_never_delivered(df: pd.DataFrame, memory: str | Path | None = None
     return out
 
 
+def job_lines(job: str, by_budget: list[str], unselected: list[str]) -> list[str]:
+    """What a job never delivered, id lists wrapped to the terminal's width."""
+    def listed(label: str, ids: list[str]) -> str:
+        return fmt.wrap(f"  {label} ({len(ids)})" + (f": {', '.join(ids)}" if ids else ""), indent="    ")
+    return [f"{job}: {len(by_budget) + len(unselected)} guideline(s) never delivered",
+            listed("dropped by budget", by_budget), listed("never selected", unselected)]
+
+
+def guideline_table(rows: pd.DataFrame) -> str:
+    """One job's per-guideline outcome table; the job is its heading, so its columns are only the figures."""
+    shown = rows[["guideline", "present", "present_success", "present_failed"]].copy()
+    shown.columns = ["guideline", "present", "succeeded", "failed"]
+    for col, name in (("success_rate_present", "success if present"),
+                      ("success_rate_absent", "success if absent")):
+        shown[name] = rows[col].map(lambda v: "-" if pd.isna(v) else f"{100 * v:.1f}%")
+    return "\n".join("  " + line for line in fmt.plain(shown).splitlines())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", help="run directories or results.jsonl files")
@@ -101,17 +120,22 @@ def main(argv: list[str] | None = None) -> int:
     if df.empty:
         print("no records found", file=sys.stderr)
         return 1
-    for (run_dir, job, strategy), (by_budget, unselected) in split_never_delivered(df, args.memory).items():
-        print(f"{job}: {len(by_budget) + len(unselected)} guideline(s) never delivered")
-        print(f"  dropped by budget ({len(by_budget)})" + (f": {', '.join(by_budget)}" if by_budget else ""))
-        print(f"  never selected ({len(unselected)})" + (f": {', '.join(unselected)}" if unselected else ""))
-    table = outcome_by_guideline(df)
-    if not table.empty:
-        shown = table.drop(columns=["run_dir"]).copy()
-        for col in ("success_rate_present", "success_rate_absent"):
-            shown[col] = shown[col].map(lambda v: "-" if pd.isna(v) else f"{100 * v:.1f}%")
-        print()
-        print(shown.to_string(index=False))
+    try:
+        never = split_never_delivered(df, args.memory)
+    except MemoryFileError as exc:
+        print(f"analysis.audit: {exc} (the records' memory path, relative to where the sweep ran; "
+              "--memory PATH names the artifact)", file=sys.stderr)
+        return 2
+    several = df["run_dir"].nunique() > 1
+
+    def heading(run_dir: str, job: str) -> str:
+        return f"{job} ({run_dir})" if several else job
+
+    for (run_dir, job, _), (by_budget, unselected) in never.items():
+        print("\n".join(job_lines(heading(run_dir, job), by_budget, unselected)))
+    for (run_dir, job, _), rows in outcome_by_guideline(df).groupby(JOB_KEYS, sort=False):
+        print(f"\n{heading(run_dir, job)}: per guideline, records where it was present")
+        print(guideline_table(rows))
     return 0
 
 

@@ -8,7 +8,9 @@ model, strategy), from the files the records point at (record field `memory`, an
   extraction and consolidation calls share that counter) plus `consolidation_usage` if a build reports it apart;
 * an ACE playbook from harness/memory/ace_adapt.py: `<playbook>.history.jsonl` beside it, the Reflector and Curator
   `usage` of every update (ACE reports tokens, not cost);
-* `ace_online`: the job's own `<run>/memory/<job slug>/history.jsonl` (its learning happens during the run);
+* `ace_online`: 0 where its rows carry `strategy_calls` (each episode's update, Reflector and Curator, is billed
+  on that episode's row: usd_strategy/task, analysis.costs), else (runs from before) the job's own
+  `<run>/memory/<job slug>/history.jsonl` (its learning happens during the run);
 * the simulated world's artifact (`_meta.kind: simulated`): 0, no model built it;
 * anything else (a hand-written sample): unknown (nan), never 0.
 Amortised: build / N, N = `--amortise-over` or, by default, the episodes evaluated in that row (tasks x trials).
@@ -60,10 +62,13 @@ def _kind(memory: Path) -> str | None:
         return None
 
 
-def build_cost(strategy: str, memory: str | None, run_dir: str | None = None, job: str | None = None) -> dict:
+def build_cost(strategy: str, memory: str | None, run_dir: str | None = None, job: str | None = None,
+               billed_per_episode: bool = False) -> dict:
     """{build_tokens, build_cost_usd, build_source} for one job."""
     if strategy == BASELINE:
         return {"build_tokens": 0.0, "build_cost_usd": 0.0, "build_source": "none: no memory"}
+    if strategy.split(" [")[0] == "ace_online" and billed_per_episode:  # never counted twice
+        return {"build_tokens": 0.0, "build_cost_usd": 0.0, "build_source": "learning billed per episode"}
     if strategy.split(" [")[0] == "ace_online" and run_dir and job:  # `[IN-SAMPLE]` etc.: analysis/load.py
         history = Path(run_dir) / "memory" / _slug(job) / "history.jsonl"
         if history.is_file():
@@ -101,7 +106,9 @@ def add_build_cost(summary: pd.DataFrame, records: pd.DataFrame, amortise_over: 
         jobs = records.loc[mask, ["memory", "run_dir", "job"]] if "memory" in records else \
             records.loc[mask, ["run_dir", "job"]].assign(memory=None)
         jobs = jobs.drop_duplicates(subset=["memory", "run_dir", "job"])
-        costs = [build_cost(row["strategy"], m if isinstance(m, str) else None, r, j)
+        billed = set(map(tuple, records.loc[mask & records["strategy_calls"].notna(), ["run_dir", "job"]]
+                         .itertuples(index=False))) if "strategy_calls" in records else set()
+        costs = [build_cost(row["strategy"], m if isinstance(m, str) else None, r, j, (r, j) in billed)
                  for m, r, j in jobs[["memory", "run_dir", "job"]].itertuples(index=False)]
         seen = {c["build_source"]: c for c in costs}.values()  # the same artifact counts once
         n = amortise_over or int(row.get("records") or 0) or np.nan

@@ -1,8 +1,10 @@
-"""A record's cell (benchmark, split, model, request-assembly settings, strategy and its variant) and the runs
-that hold the same episodes of one cell: refused by analysis.load, or pooled as extra trials (--pool-runs)."""
+"""A record's cell (benchmark, task set, split, model, request-assembly settings, strategy and its variant, memory
+artifact: analysis.identity) and the runs that hold the same episodes of one cell: refused by analysis.load, or
+pooled as extra trials (--pool-runs)."""
 
 from __future__ import annotations
 
+from analysis.identity import task_set_id
 from harness.assembly.options import DEFAULTS as ASSEMBLY_DEFAULTS  # the settings' one definition (stdlib only)
 
 # Request-assembly settings of a record, read as their defaults for runs made before them (placement's default
@@ -10,11 +12,13 @@ from harness.assembly.options import DEFAULTS as ASSEMBLY_DEFAULTS  # the settin
 ASSEMBLY_FIELDS = {"placement": None, **ASSEMBLY_DEFAULTS}
 
 # + task_id, trial = one episode
-EPISODE_CELL = ("benchmark", "split", "model", *ASSEMBLY_FIELDS, "strategy", "strategy_variant")
+EPISODE_CELL = ("benchmark", "split", "model", *ASSEMBLY_FIELDS, "strategy", "strategy_variant", "memory_sha",
+                "task_set")
 
 
 def cell_of(row: dict) -> tuple:
-    return tuple(row.get(k) if row.get(k) is not None else ASSEMBLY_FIELDS.get(k) for k in EPISODE_CELL)
+    return tuple(task_set_id(row.get(k)) if k == "task_set" else
+                 row.get(k) if row.get(k) is not None else ASSEMBLY_FIELDS.get(k) for k in EPISODE_CELL)
 
 
 def cell_label(cell: tuple) -> str:
@@ -22,6 +26,7 @@ def cell_label(cell: tuple) -> str:
     named = dict(zip(EPISODE_CELL, cell))
     extra = [f"{k}={named[k]}" for k, default in ASSEMBLY_FIELDS.items() if named[k] not in (default, None)
              and k != "placement"]  # placement's default depends on the benchmark: shown only when it clashes
+    extra += [f"mem {str(named['memory_sha']).replace('path:', '')[:6]}"] if named.get("memory_sha") else []
     variant = f" ({named['strategy_variant']})" if named.get("strategy_variant") else ""
     return "/".join(str(named[k]) for k in ("benchmark", "split", "model", "strategy")) + variant + \
         (f" [{', '.join(extra)}]" if extra else "")

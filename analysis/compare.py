@@ -1,5 +1,6 @@
-"""The per-model comparison in IBM's shape: model, none, best, best strategy, tokens none -> best (+%), with CIs;
-and which runs the compare notebook reads (`runs_to_compare`)."""
+"""The per-model comparison in IBM's shape: model, none, best (the highest success, `none` included; a tie is
+said and broken by fewest tokens), best strategy, tokens none -> best (+%), with CIs; and which runs the compare
+notebook reads (`runs_to_compare`)."""
 
 from __future__ import annotations
 
@@ -71,14 +72,23 @@ def runs_to_compare(given: Iterable[str | Path] = (), env: Mapping[str, str] | N
 
 
 
-def best_rows(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per (benchmark, split, model): the best non-`none` strategy (highest success; ties -> fewer tokens)."""
-    others = summary[summary["strategy"] != BASELINE]
+def best_rows(summary: pd.DataFrame, include_baseline: bool = True) -> pd.DataFrame:
+    """Per (benchmark, split, model): the strategy with the highest success, `none` included (a memory strategy
+    below `none` is never "best"); on a tie the fewest tokens per task is named and `tied` lists the others at
+    the same success (the rule in `best_rule`). `include_baseline=False`: among the memory strategies only."""
+    others = summary if include_baseline else summary[summary["strategy"] != BASELINE]
     if others.empty:
-        return others
-    ranked = others.assign(_tok=others["tokens/task"].fillna(float("inf")))
-    ranked = ranked.sort_values(["success", "_tok"], ascending=[False, True], kind="stable")
-    return ranked.groupby(CELL, sort=False, dropna=False).head(1).drop(columns="_tok")
+        return others.assign(tied="", best_rule="")
+    ranked = others.assign(_tok=others["tokens/task"].fillna(float("inf")), _rate=others["success"].round(9))
+    ranked = ranked.sort_values(["_rate", "_tok"], ascending=[False, True], kind="stable")
+    rows = []
+    for _, cell in ranked.groupby(CELL, sort=False, dropna=False):
+        top = cell.iloc[0]
+        tied = [str(s) for s in cell.loc[cell["_rate"] == top["_rate"], "strategy"].iloc[1:]]
+        rows.append(top.drop(labels=["_tok", "_rate"]).to_dict() | {
+            "tied": ", ".join(tied), "best_rule": f"tied with {', '.join(tied)}: fewest tokens/task named" if tied
+            else ""})
+    return pd.DataFrame(rows)
 
 
 def model_table(summary: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
@@ -94,9 +104,11 @@ def model_table(summary: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
             b = best.loc[key]
             match = pairs[(pairs[CELL].apply(tuple, axis=1) == key) & (pairs["a"] == b["strategy"])
                           & (pairs["b"] == BASELINE)] if len(pairs) else pairs
+            none_best = b["strategy"] == BASELINE
             row.update({"best": b["success"], "best_lo": b["success_lo"], "best_hi": b["success_hi"],
-                        "best_strategy": b["strategy"], "Δ_pts": b["Δsuccess_pts"],
-                        "tokens_best": b["tokens/task"], "Δtokens_%": b["Δtokens_%"]})
+                        "best_strategy": b["strategy"], "best_rule": b["best_rule"],
+                        "Δ_pts": 0.0 if none_best else b["Δsuccess_pts"], "tokens_best": b["tokens/task"],
+                        "Δtokens_%": 0.0 if none_best else b["Δtokens_%"]})
             if len(match):
                 m = match.iloc[0]
                 row.update({"Δ_lo": m["diff_lo"], "Δ_hi": m["diff_hi"], "p": m["p"], "test": m["test"]})

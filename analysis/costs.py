@@ -4,7 +4,8 @@ From the records' recorded costs (harness: `litellm.completion_cost` on each cal
 `price_per_mtok_*`; the provider's reported cached tokens at the cached price, Anthropic cache writes at the
 write price; strategies/prices.py):
 
-* `usd_agent/task`, `usd_user/task`, `usd_judge/task`: mean per counted, non-infra record (as tokens/task);
+* `usd_agent/task`, `usd_user/task`, `usd_judge/task`: mean per counted record, infra ones included (as
+  tokens/task, analysis.metrics.per_task_means: what they spent was spent);
   `usd_strategy/task`: a strategy's own model calls (add_strategy_calls; 0 for strategies that make none);
   `usd/task` their sum: unknown (nan) when any role is unpriced, never understated;
 * `usd/success` = usd/task / success rate: what one successful task costs (inf when none succeeded);
@@ -55,13 +56,14 @@ def add_costs(summary: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
 def add_strategy_calls(summary: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
     """A strategy's own model calls per task (record `strategy_calls`, `strategy_prompt_tokens`,
     `strategy_completion_tokens`, `strategy_cost_usd`; e.g. ace_retrieval's LLM ranker, docs/dose.md), as a mean
-    over the row's non-infra records: `strategy_calls/task`, `strategy_tokens/task`, `usd_strategy/task`. A record
-    without `strategy_calls` made none (0); a call LiteLLM could not price makes the row's USD unknown (nan)."""
+    over the row's records, infra ones included: `strategy_calls/task`, `strategy_tokens/task`,
+    `usd_strategy/task`. A record without `strategy_calls` made none (0); a call LiteLLM could not price makes the
+    row's USD unknown (nan)."""
     names = ["strategy_calls/task", "strategy_tokens/task", "usd_strategy/task"]
     out = summary.assign(**{n: 0.0 for n in names})
     if "strategy_calls" not in records or out.empty:
         return out
-    spent = records[records["error"] != "infra"] if "error" in records else records
+    spent = records
     made = spent["strategy_calls"].notna()
     frame = spent.assign(
         calls=spent["strategy_calls"].fillna(0).astype(float),

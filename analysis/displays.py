@@ -32,7 +32,7 @@ def strategies_display(summary: pd.DataFrame) -> pd.DataFrame:
                     "memory/task": fmt.kilo(r["memory_tokens/task"]),
                     **_build(r),
                     "steps/task": "-" if fmt.missing(r["steps/task"]) else f"{r['steps/task']:.1f}",
-                    "cost/task": fmt.cost(r["cost_usd/task"]), **_usd(r)})
+                    **_usd(r)})  # USD/task = the compact table's cost; the agent's share: USD agent/task
         for name in ("cited steps", "updates lost"):  # ACE only (add_learning_counts)
             if not fmt.missing(r.get(name)):
                 row[name] = str(int(r[name]))
@@ -73,7 +73,8 @@ def compact_display(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 COMPACT_NOTE = ("tasks×k = tasks × trials per task; pass^k at the highest k run; tokens, memory (the delivered "
-                "memory's share of the prompt) and cost (USD: agent + user simulator + judge) are per task; "
+                "memory's share of the prompt) and cost (USD: agent + user simulator + judge + the strategy's own "
+                "calls) are per task, infra episodes' spending included; "
                 "`--wide` (WIDE=1) shows every column, USD per successful task and by role among them.")
 
 
@@ -142,8 +143,9 @@ def _delta(r: pd.Series, short: bool = False) -> str:
         return "-"
     u = r.get("underpowered")
     flag = (" underpowered" + ("" if short else f" (MDΔ {fmt.mdd(r['MDΔ_pts'])})")) if not fmt.missing(u) and bool(u) else ""
-    pairs = r.get("Δpairs")
-    fewer = f" on {int(pairs)} pairs" if not fmt.missing(pairs) and pairs < r["records"] else ""
+    pairs, base = r.get("Δpairs"), r.get("Δbase_records")
+    most = max(r["records"], 0 if fmt.missing(base) else base)  # either row holding more: Δ is on fewer pairs
+    fewer = f" on {int(pairs)} pairs" if not fmt.missing(pairs) and pairs < most else ""
     if short:
         return f"{r['Δsuccess_pts']:+.1f} pts{fewer}{flag}"
     return f"{r['Δsuccess_pts']:+.1f} pts ({fmt.signed_pct(r['Δsuccess_%'])}){fewer}{flag}"
@@ -157,7 +159,8 @@ def models_display(models: pd.DataFrame) -> pd.DataFrame:
                      "model": fmt.model_label(r["model"]) + (" *" if r["few_tasks"] else ""), "tasks": r["tasks"],
                      "trials": r["trials"], "none": fmt.pct_ci(r["none"], r["none_lo"], r["none_hi"]),
                      "best": fmt.pct_ci(r.get("best"), r.get("best_lo"), r.get("best_hi")),
-                     "best strategy": best if isinstance(best, str) else "-",
+                     "best strategy": (best + (f" ({r['best_rule']})" if isinstance(r.get("best_rule"), str)
+                                               and r["best_rule"] else "")) if isinstance(best, str) else "-",
                      "Δ (paired)": fmt.points(r.get("Δ_pts"), r.get("Δ_lo"), r.get("Δ_hi")),
                      "p": fmt.pvalue(r.get("p")),
                      "tokens none → best": fmt.arrow(fmt.kilo(r["tokens_none"]), fmt.kilo(r.get("tokens_best")),

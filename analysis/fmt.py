@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 
 import pandas as pd
 
@@ -73,12 +74,22 @@ def model_label(name) -> str:
 
 
 def simulated_banner(models) -> str:
-    """One line for the top of a printout that holds simulated rows ('' when none do)."""
+    """A line (wrapped to WIDTH) for the top of a printout that holds simulated rows ('' when none do)."""
     sim = sorted({str(m) for m in models if str(m).startswith(SIMULATED_PREFIX)})
     if not sim:
         return ""
-    return (f"SIMULATED WORLD ({', '.join(sim)}): a scripted agent with planted success probabilities, not a "
-            f"language model; its numbers check the measuring chain (docs/simulated-world.md).")
+    return wrap(f"SIMULATED WORLD ({', '.join(sim)}): a scripted agent with planted success probabilities, not a "
+                f"language model; its numbers check the measuring chain (docs/simulated-world.md).")
+
+
+WIDTH = 160  # the terminal width every printout keeps to by default
+
+
+def wrap(text: str, indent: str = "  ") -> str:
+    """Each line of `text` wrapped to WIDTH columns, continuation lines indented (a long id or path unbroken)."""
+    return "\n".join(textwrap.fill(line, WIDTH, subsequent_indent=indent, break_long_words=False,
+                                   break_on_hyphens=False) if len(line) > WIDTH else line
+                     for line in text.splitlines())
 
 
 def plain(df: pd.DataFrame) -> str:

@@ -102,7 +102,7 @@ def _measured_rows(summary: pd.DataFrame, pub: pd.Series, model: str | None) -> 
     if pub["strategy"]:
         hit = cell[cell["strategy"].map(base_strategy) == pub["strategy"]]
     else:  # IBM's "best" without a named setting: our best non-`none` strategy
-        hit = best_rows(cell)
+        hit = best_rows(cell, include_baseline=False)
     return [row for _, row in hit.iterrows()]
 
 

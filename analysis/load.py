@@ -14,7 +14,7 @@ Grains (inspect_ai's idea: the log is the API, analysis offers DataFrames at sev
 Malformed lines are reported with file:line and skipped, never silently.
 
 Several runs are never silently pooled as extra trials: when two run directories hold the same episode
-(benchmark, split, model, request assembly, strategy, task, trial), ``load_records`` raises ``RunsOverlap``
+(benchmark, task set, split, model, request assembly, strategy, memory artifact, task, trial: analysis.identity), ``load_records`` raises ``RunsOverlap``
 (the CLIs exit 2 naming both runs) unless ``overlap="pool"`` (``--pool-runs``, ``make ... POOL=1``) renumbers
 the later runs' trials after the earlier ones' and says that trial seeds repeat. The same results.jsonl reached
 twice (a path given twice, or a run inside another given run) is always an error.
@@ -32,7 +32,9 @@ from typing import Callable, Iterable
 import pandas as pd
 
 from analysis.cells import ASSEMBLY_FIELDS, overlap_message, pool_runs, run_overlaps
-from harness.record_fields import RESULTS, SUCCESS, TASK_ID  # the record's field names (plain strings)
+from analysis.identity import memory_artifact, memory_labels
+from analysis.corruption import corruption_labels
+from harness.row import RESULTS, read_rows  # the row of results.jsonl and its one reader (plain definitions)
 
 KEYS = ["run", "job", "benchmark", "split", "model", "strategy", "assembly"]
 STEP_COLUMNS = ["step", "prompt_tokens", "completion_tokens", "cached_tokens", "memory_tokens", "cost_usd",
@@ -89,21 +91,14 @@ def load_records(paths: Iterable[str | Path], warn: Callable[[str], None] | None
     warn = warn or (lambda msg: print(f"warning: {msg}", file=sys.stderr))
     rows = []
     for path in find_results(paths):
-        lines = path.read_text(encoding="utf-8").split("\n")
-        for lineno, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                if not isinstance(row, dict) or TASK_ID not in row or SUCCESS not in row:
-                    raise ValueError("not a record (needs task_id and success)")
-            except (json.JSONDecodeError, ValueError) as exc:
-                torn = lineno == len(lines)  # no trailing newline: a write cut off by a kill
-                reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-                warn(f"{path}:{lineno}: skipped {'torn last' if torn else 'malformed'} line ({reason})")
-                continue
+        def skipped(lineno: int, reason: str, torn: bool, path: Path = path) -> None:  # torn: cut off by a kill
+            warn(f"{path}:{lineno}: skipped {'torn last' if torn else 'malformed'} line ({reason})")
+
+        for lineno, record in read_rows(path, skipped):  # the harness's one reader of results.jsonl
+            row = record.to_dict()
             row["run_dir"] = str(path.parent)
             row["source"] = f"{path}:{lineno}"
+            row["memory_artifact"], row["memory_sha"] = memory_artifact(row)  # part of the cell's identity
             rows.append(row)
     dropped = {"superseded": 0, "duplicates": 0}
     if dedupe:
@@ -136,6 +131,8 @@ def load_records(paths: Iterable[str | Path], warn: Callable[[str], None] | None
     df["strategy"] = variant_labels(df)
     df["strategy"] = consolidation_labels(df)
     df["strategy"] = provenance_labels(df)
+    df["strategy"] = memory_labels(df)  # a second memory artifact is its own row (analysis.identity)
+    df["strategy"] = corruption_labels(df)  # memory corrupted on purpose says so (analysis.corruption)
     df["model"] = served_labels(df)
     return df
 

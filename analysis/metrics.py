@@ -15,9 +15,12 @@ labels from the denominator, for a labelled non-default view.
   that is not excluded, in every trial. By default an infra task is a failed task (the scenario fails in that
   trial); a missing task (a LIMIT that cut it), or an infra task under `--exclude infra`, makes the scenario
   incomplete: counted in `scenarios_incomplete`, never passed. Computed where records carry a scenario id.
-* tokens/task etc.: mean over counted records (task x trial) that are not infra (an infra episode's usage is cut
-  short or absent). `tokens/task` = agent prompt + completion tokens. A mean where any record lacks the figure
-  (cached tokens, cost) is unknown (nan), never understated.
+* tokens/task etc.: mean over the counted records (task x trial), infra ones included: what an episode cut
+  short by infra spent was spent (leaving them out made an arm whose long tasks hit infra look 15 % cheaper).
+  A record with no agent step (steps 0) spent 0 agent tokens and USD; one with no user-simulator tokens spent
+  no user USD. `tokens/task` = agent prompt + completion tokens; `user_tokens/task`, `judge_tokens/task` the
+  user simulator's and judge's. A mean where any other record lacks the figure (cached tokens, cost) is unknown
+  (nan), never understated.
 * Δ vs `none` (same benchmark, split, model): PAIRED on the (task, trial) pairs both cells have, never a
   difference of means over different task sets; points (percentage points) and % (relative), for success and
   tokens; `Δpairs` = how many pairs.
@@ -31,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import stats
+from harness import infra_rates  # the infra-rates rule, shared with the runner (plain definitions)
 
 GROUP = ["benchmark", "split", "model", "assembly", "strategy"]
 CELL = ["benchmark", "split", "model", "assembly"]  # assembly: "" unless a run varied placement / policies
@@ -41,7 +45,9 @@ def with_assembly(df: pd.DataFrame) -> pd.DataFrame:
     return df if "assembly" in df else df.assign(assembly="")
 BASELINE = "none"
 PER_TASK = ["prompt_tokens", "cached_tokens", "cache_write_tokens", "completion_tokens", "memory_tokens", "tokens",
-            "steps", "answer_calls", "cost_usd", "user_cost_usd", "judge_cost_usd"]
+            "steps", "answer_calls", "cost_usd", "user_cost_usd", "judge_cost_usd", "user_tokens", "judge_tokens"]
+AGENT_SPEND = ["prompt_tokens", "cached_tokens", "cache_write_tokens", "completion_tokens", "memory_tokens", "tokens",
+               "answer_calls", "cost_usd"]  # none spent by a record with no agent step
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:
@@ -51,7 +57,7 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return math.comb(c, k) / math.comb(n, k)
 
 
-INFRA = "infra"
+INFRA = infra_rates.INFRA
 EXCLUDED: tuple[str, ...] = ()  # the default: nothing leaves the denominator; infra = failed trial (tau2 leaderboard)
 # every record error label (harness/errors.py), in the order tables show them
 ERROR_LABELS = ("context_overflow", "request_rejected", "user_simulator", "agent", "max_steps", "strategy", "harness",
@@ -141,9 +147,24 @@ def sgc(df: pd.DataFrame, exclude: tuple[str, ...] = EXCLUDED) -> float:
 
 
 def with_tokens(df: pd.DataFrame) -> pd.DataFrame:
-    if {"prompt_tokens", "completion_tokens"} <= set(df.columns):
-        return df.assign(tokens=df["prompt_tokens"] + df["completion_tokens"])
-    return df
+    """+ `tokens` (agent prompt + completion), `user_tokens` and `judge_tokens` where the records have them."""
+    out = {}
+    for name, role in (("tokens", ""), ("user_tokens", "user_"), ("judge_tokens", "judge_")):
+        if {f"{role}prompt_tokens", f"{role}completion_tokens"} <= set(df.columns):
+            out[name] = df[f"{role}prompt_tokens"] + df[f"{role}completion_tokens"]
+    return df.assign(**out) if out else df
+
+
+def spent(df: pd.DataFrame) -> pd.DataFrame:
+    """The records' usage with what a record could not have spent set to 0: agent figures of a record with no
+    agent step (an episode that failed before its first call, infra or harness), user USD with no user tokens."""
+    out = {}
+    if "steps" in df:
+        idle = df["steps"].fillna(0) == 0
+        out |= {c: df[c].where(~idle, 0) for c in AGENT_SPEND if c in df}
+    if "user_cost_usd" in df and "user_prompt_tokens" in df:
+        out["user_cost_usd"] = df["user_cost_usd"].where(df["user_prompt_tokens"].fillna(0) > 0, 0)
+    return df.assign(**out) if out else df
 
 
 def _rate(row: dict, name: str, per_unit: pd.Series, n_boot: int) -> None:
@@ -187,11 +208,11 @@ def summarize(df: pd.DataFrame, n_boot: int = stats.N_BOOT, exclude: tuple[str, 
 
 
 def per_task_means(ok: pd.DataFrame) -> dict[str, float]:
-    """`<figure>/task` over the counted records that are not infra (an infra episode's usage is partial)."""
-    spent = ok[ok["error"] != INFRA] if "error" in ok else ok
+    """`<figure>/task` over the counted records, infra ones included (what they spent was spent)."""
+    used = spent(ok)
     out = {}
     for col in PER_TASK:
-        values = spent[col] if col in spent else pd.Series(dtype=float)
+        values = used[col] if col in used else pd.Series(dtype=float)
         known = len(values) and values.notna().all()
         out[f"{col}/task"] = float(values.astype(float).mean()) if known else float("nan")
     return out
@@ -216,7 +237,7 @@ def add_deltas(summary: pd.DataFrame, records: pd.DataFrame, exclude: tuple[str,
     """Δ vs the `none` row of the same (benchmark, split, model): success in points and %, tokens in %, each
     PAIRED on the (task, trial) pairs both rows have (`Δpairs`), from the records `summary` was made of."""
     out = summary.copy()
-    for col in ("Δsuccess_pts", "Δsuccess_%", "Δtokens_%", "Δpairs", "Δtasks"):
+    for col in ("Δsuccess_pts", "Δsuccess_%", "Δtokens_%", "Δpairs", "Δtasks", "Δbase_records"):
         out[col] = np.nan
     if out.empty:
         return out
@@ -231,7 +252,8 @@ def add_deltas(summary: pd.DataFrame, records: pd.DataFrame, exclude: tuple[str,
         if a.empty:
             continue
         rate_a, rate_b = float(task_success(a).mean()), float(task_success(b).mean())
-        out.loc[i, ["Δsuccess_pts", "Δpairs", "Δtasks"]] = [100 * (rate_a - rate_b), len(a), a["task_id"].nunique()]
+        out.loc[i, ["Δsuccess_pts", "Δpairs", "Δtasks", "Δbase_records"]] = [100 * (rate_a - rate_b), len(a),
+                                                                             a["task_id"].nunique(), len(base)]
         out.loc[i, "Δsuccess_%"] = 100 * (rate_a / rate_b - 1) if rate_b else np.nan
         tok_a, tok_b = per_task_means(a)["tokens/task"], per_task_means(b)["tokens/task"]
         out.loc[i, "Δtokens_%"] = 100 * (tok_a / tok_b - 1) if tok_b else np.nan
@@ -239,20 +261,18 @@ def add_deltas(summary: pd.DataFrame, records: pd.DataFrame, exclude: tuple[str,
 
 
 def infra_imbalance(summary: pd.DataFrame) -> list[str]:
-    """One line per (benchmark, split, model) whose strategies' infra-error rates differ (any difference, even
-    0 vs 1 record): a treatment that causes infra errors must be visible, whichever view is shown."""
+    """One line per cell (benchmark, split, model, assembly) whose strategies' infra-error rates differ, by the
+    rule the runner's end-of-job line uses (harness/infra_rates.py: any difference, even 0 vs 1 record): a
+    treatment that causes infra errors must be visible, whichever view is shown."""
     lines = []
     if summary.empty or "infra_errors" not in summary:
         return lines
     for key, cell in summary.groupby(CELL, sort=False, dropna=False):
-        total = cell["records"] + cell["excluded"]
-        rates = (cell["infra_errors"] / total.where(total > 0)).round(12)
-        if len(cell) < 2 or rates.nunique(dropna=False) < 2:
-            continue
-        counts = ", ".join(f"{s} {int(n)}/{int(t)}" for s, n, t in zip(cell["strategy"], cell["infra_errors"], total))
-        where = "/".join(str(v) for v in key if not pd.isna(v) and v != "")
-        lines.append(f"{where}: infra errors differ between strategies ({counts}): a strategy may cause them; "
-                     "they count as failed trials by default, and --exclude infra would hide them")
+        total = cell["records"] + cell["excluded"]  # every episode, excluded or not
+        counts = {s: (int(n), int(t)) for s, n, t in zip(cell["strategy"], cell["infra_errors"], total)}
+        if text := infra_rates.differ_text(counts):
+            lines.append(f"{infra_rates.where(key)}: {text}; they count as failed trials by default, and "
+                         "--exclude infra would hide them")
     return lines
 
 

@@ -15,8 +15,9 @@ judge) and their USD, priced by strategies/prices.py (LiteLLM's bundled map or t
   from the artifact, stated with a factor-2 band.
 
 The facts file (tasks, gold actions, model and judge names, price overrides) comes from `python -m
-harness.plan_facts`, so this module never imports the harness. With `--delta D` (needs a pilot that ran `none`
-and another strategy) it sizes the decision as `make power` does (analysis.power: new tasks needed for D points
+harness.plan_facts`, so this module imports no harness code beyond the row's plain definitions (harness/row.py,
+the one reader of results.jsonl: what a resumed sweep would skip). With `--delta D` (needs a pilot that ran
+`none` and another strategy) it sizes the decision as `make power` does (analysis.power: new tasks needed for D points
 at 80% power, from the pilot's variance) and prices it.
 """
 
@@ -34,6 +35,7 @@ import pandas as pd
 
 from analysis import fmt, power
 from analysis.metrics import BASELINE, INFRA, valid
+from harness.row import RESULTS, latest_per_episode, read_rows  # the row and its one reader (plain definitions)
 from strategies.prices import Price, fmt_usd, price_of
 from analysis.plan_estimate import (EXTRACT_PER_TASK, PRIOR_BAND, PRIORS, Episode, PlanError,  # noqa: F401
                                      base_name, memory_block_tokens, pilot_episode, prior_episode, usd)
@@ -43,18 +45,12 @@ from analysis.plan_estimate import (EXTRACT_PER_TASK, PRIOR_BAND, PRIORS, Episod
 
 def recorded_episodes(run_dir: Optional[str], facts: dict[str, Any], strategy: str) -> set[tuple[str, int]]:
     """(task, trial) pairs of this cell that a resumed sweep would skip (recorded, latest attempt not infra)."""
-    path = Path(run_dir or "") / "results.jsonl"
-    if not run_dir or not path.is_file():
+    if not run_dir:
         return set()
-    latest: dict[tuple[str, int], dict] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            r = json.loads(line)
-        except ValueError:
-            continue  # a torn last line: the sweep would rerun that episode
-        if (r.get("benchmark"), r.get("split"), r.get("model"), r.get("strategy")) == \
-                (facts["benchmark"], facts["split"], facts["model"]["name"], strategy):
-            latest[(str(r.get("task_id")), int(r.get("trial", 0)))] = r
+    cell = (facts["benchmark"], facts["split"], facts["model"]["name"], strategy)
+    rows = (row for _, row in read_rows(Path(run_dir) / RESULTS, lambda *_: None)  # a bad line: that episode reruns
+            if (row.get("benchmark"), row.get("split"), row.get("model"), row.get("strategy")) == cell)
+    latest, _ = latest_per_episode(rows)  # the attempt that counts, as the runner's resume picks it
     return {k for k, r in latest.items() if r.get("error") != INFRA}
 
 
@@ -176,9 +172,19 @@ def display(cells: list[Cell]) -> pd.DataFrame:
                      "USD agent": fmt_usd(c.episodes * c.usd["agent"]), "USD user": fmt_usd(c.episodes * c.usd["user"]),
                      "USD judge": fmt_usd(c.episodes * c.usd["judge"]),
                      "USD": fmt_usd(total) + (f" [{fmt_usd(total * lo)}–{fmt_usd(total * hi)}]"
-                                              if hi != 1 and total == total else ""),
-                     "source": c.episode.source})
+                                              if hi != 1 and total == total else "")})
     return pd.DataFrame(rows)
+
+
+def source_lines(cells: list[Cell]) -> list[str]:
+    """Where each cell's tokens come from, below the table (a column of it would pass 160 columns)."""
+    by_source: dict[str, list[str]] = {}
+    for c in cells:
+        by_source.setdefault(c.episode.source, []).append(c.strategy)
+    if len(by_source) == 1:
+        return [f"tokens per episode from: {next(iter(by_source))}"]
+    return [f"tokens per episode of {', '.join(strategies)} from: {source}"
+            for source, strategies in by_source.items()]
 
 
 def price_line(role: str, name: Optional[str], price: Optional[Price]) -> str:
@@ -196,7 +202,7 @@ def report(facts: dict[str, Any], cells: list[Cell], prices: dict[str, Any], tri
              price_line("agent", m["name"], prices["agent"]),
              price_line("user simulator", m.get("user_name") or m["name"], prices["user"]),
              price_line("judge", prices["judge_name"], prices["judge"]), "",
-             fmt.plain(display(cells)), ""]
+             fmt.plain(display(cells)), *source_lines(cells), ""]
     total = sum(c.cost() for c in cells)
     band = cells[0].episode.band if cells else (1, 1)
     episodes = sum(c.episodes for c in cells)
@@ -222,7 +228,7 @@ def report(facts: dict[str, Any], cells: list[Cell], prices: dict[str, Any], tri
                              f"{fmt_usd(need * per_task)}"
                              + (f" (this benchmark split has {len(facts['tasks'])} tasks selected; fewer than "
                                 "needed: more trials or a larger margin)" if need > len(facts["tasks"]) else ""))
-    return "\n".join(lines)
+    return fmt.wrap("\n".join(lines))
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -7,6 +7,7 @@
 * strategy_bars: success per strategy with 95% CI, grouped by model.
 * dose_response: success vs delivered memory tokens per strategy family, `none` as a band (docs/dose.md).
 * learning_curves: online learners' rolling success and memory size vs episodes seen, per trial stream.
+* robustness: success vs the share of corrupted memory, one line per strategy, `none` as a band (docs/robustness.md).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from analysis import curves, fmt  # noqa: E402
+from analysis import curves, fmt, robustness as robust  # noqa: E402
 from analysis.metrics import CELL, with_assembly  # noqa: E402
 
 
@@ -79,12 +80,7 @@ def _success_scatter(rows: pd.DataFrame, x: str, xlabel: str, out_dir: Path, nam
         front = pareto_front(cell, x, "success")
         ax.plot(front[x], 100 * front["success"], "--o", color="grey", lw=1, ms=14, mfc="none",
                 label="Pareto front (circled)")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("success rate (%, 95% CI over tasks)")
-        ax.set_title(_cell_title(key), fontsize=10)
-        ax.set_ylim(-5, 105)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="best")
+        _finish_panel(ax, key, xlabel)
     return save(fig, out_dir, name)
 
 
@@ -156,15 +152,12 @@ def strategy_bars(summary: pd.DataFrame, out_dir: Path) -> list[Path]:
 def dose_response(summary: pd.DataFrame, out_dir: Path) -> list[Path]:
     """Success vs delivered memory tokens per strategy family (curves.dose_points), CIs as bars, the `none`
     baseline as a band; one panel per (benchmark, split, model, assembly) cell. No dose cells, no figure."""
-    cells = curves.dose_points(summary)
+    cells = curves.dose_points(summary[~summary["strategy"].map(robust.corruption_of).notna()]
+                               if len(summary) else summary)  # corrupted cells: robustness.png
     if not cells:
         return []
-    fig, axes = plt.subplots(1, len(cells), figsize=(6.0 * len(cells), 4.4), squeeze=False)
-    for ax, (key, cell) in zip(axes[0], cells.items()):
-        if cell["baseline"] is not None:
-            y, lo, hi = (100 * v for v in cell["baseline"])
-            ax.axhspan(lo, hi, color="grey", alpha=0.2, label="none (95% CI)")
-            ax.axhline(y, color="grey", lw=1)
+    fig, panels = _baseline_panels(cells)
+    for ax, (key, cell) in panels:
         for name, points in cell["points"].groupby("family", sort=False):
             points = points.dropna(subset=["tokens"])
             x = points["tokens"].clip(lower=1)  # log axis: a zero-token dose sits at 1
@@ -177,13 +170,29 @@ def dose_response(summary: pd.DataFrame, out_dir: Path) -> list[Path]:
                             textcoords="offset points")
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-        ax.set_xlabel("delivered memory tokens per task (mean; log scale)")
-        ax.set_ylabel("success rate (%, 95% CI over tasks)")
-        ax.set_title(_cell_title(key), fontsize=10)
-        ax.set_ylim(-5, 105)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="best")
+        _finish_panel(ax, key, "delivered memory tokens per task (mean; log scale)")
     return save(fig, out_dir, "dose_response")
+
+
+def _baseline_panels(cells: dict[tuple, dict]) -> tuple:
+    """A figure with one panel per cell, each cell's `none` baseline (y, lo, hi) drawn as a grey band."""
+    fig, axes = plt.subplots(1, len(cells), figsize=(6.0 * len(cells), 4.4), squeeze=False)
+    for ax, cell in zip(axes[0], cells.values()):
+        if cell["baseline"] is not None:
+            y, lo, hi = (100 * v for v in cell["baseline"])
+            ax.axhspan(lo, hi, color="grey", alpha=0.2, label="none (95% CI)")
+            ax.axhline(y, color="grey", lw=1)
+    return fig, list(zip(axes[0], cells.items()))
+
+
+def _finish_panel(ax, key, xlabel: str) -> None:
+    """A success panel's axes, title, grid and legend (the scatter, dose and robustness figures share them)."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("success rate (%, 95% CI over tasks)")
+    ax.set_title(_cell_title(key), fontsize=10)
+    ax.set_ylim(-5, 105)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
 
 
 def learning_curves(records: pd.DataFrame | None, out_dir: Path) -> list[Path]:
@@ -213,8 +222,24 @@ def learning_curves(records: pd.DataFrame | None, out_dir: Path) -> list[Path]:
     return save(fig, out_dir, "learning_curves")
 
 
+def robustness(summary: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Success (95% CI bars) vs the corrupted share of memory, one line per strategy family and corruption kind,
+    `none` as a band; one panel per (benchmark, split, model, assembly) cell. No corrupted rows, no figure."""
+    cells = robust.points(summary)
+    if not cells:
+        return []
+    fig, panels = _baseline_panels(cells)
+    for ax, (key, cell) in panels:
+        for (name, kind), points in cell["points"].groupby(["family", "kind"], sort=False):
+            y = 100 * points["success"]
+            ax.errorbar(points["rate"], y, yerr=[y - 100 * points["lo"], 100 * points["hi"] - y], fmt="-o",
+                        capsize=3, label=f"{name} ({kind})")
+        _finish_panel(ax, key, "corrupted share of the memory's lessons (%)")
+    return save(fig, out_dir, "robustness")
+
+
 def all_plots(summary: pd.DataFrame, steps: pd.DataFrame, history: pd.DataFrame, out_dir: Path,
               records: pd.DataFrame | None = None) -> list[Path]:
     return (success_vs_tokens(summary, out_dir) + success_vs_cost(summary, out_dir) + memory_vs_steps(steps, out_dir)
             + memory_growth(history, out_dir) + strategy_bars(summary, out_dir)
-            + dose_response(summary, out_dir) + learning_curves(records, out_dir))
+            + dose_response(summary, out_dir) + learning_curves(records, out_dir) + robustness(summary, out_dir))

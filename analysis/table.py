@@ -11,15 +11,12 @@ import argparse
 import sys
 import textwrap
 
-from analysis import task_sets
-from analysis.build_cost import add_build_cost
-from analysis.fmt import simulated_banner
+from analysis import identity, infra, task_sets
+from analysis.fmt import plain, simulated_banner
 from analysis.load import add_pool_option, load_records
-from analysis.metrics import infra_imbalance, summarize
-from analysis.power import flag_underpowered
-from analysis.fmt import plain
+from analysis.metrics import infra_imbalance
 from analysis.displays import COMPACT_NOTE, compact_display, markdown, scenario_warnings, strategies_display
-from analysis.tables import exclusions, notes, view_line
+from analysis.tables import checked, exclusions, notes, summary_of, view_line
 
 WIDTH = 160  # a terminal's width for the default view (`--wide` lifts it)
 
@@ -34,11 +31,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wide", action="store_true",
                         help="every column (prompt / cached / completion tokens, build cost, ...), as `make tables`")
     add_pool_option(parser)
+    identity.add_shared_tasks_option(parser)
     args = parser.parse_args(argv)
-    try:
+    try:  # an unknown label, a missing run, runs holding the same episodes, strategies on different task sets
         exclude = exclusions(args.exclude)
-        df = load_records(args.runs, overlap="pool" if args.pool_runs else "refuse")
-    except (FileNotFoundError, ValueError) as exc:  # an unknown label, a missing run, runs holding the same episodes
+        df, above = checked(load_records(args.runs, overlap="pool" if args.pool_runs else "refuse"), args.shared_tasks)
+    except (FileNotFoundError, ValueError) as exc:
         print(f"memdeliv table: {exc}", file=sys.stderr)
         return 2
     if df.empty:
@@ -46,8 +44,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if banner := simulated_banner(df["model"].dropna()):
         print(banner + "\n")
-    summary = add_build_cost(flag_underpowered(summarize(df, exclude=exclude), df), df, args.amortise_over)
-    lines = [f"Task set: {line}" for line in task_sets.labels(df)] + [f"WARNING: {w}" for w in infra_imbalance(summary)]
+    summary = summary_of(df, exclude=exclude, amortise_over=args.amortise_over)
+    lines = [f"Task set: {line}" for line in task_sets.labels(df)] + above + \
+        [f"WARNING: {w}" for w in infra_imbalance(summary) + infra.all_infra_tasks(df)]
     if not args.wide and summary[["benchmark", "split"]].drop_duplicates().shape[0] == 1:
         lines.insert(0, f"Benchmark: {summary['benchmark'].iloc[0]}/{summary['split'].iloc[0]}")
     table = markdown(strategies_display(summary)) if args.wide else plain(compact_display(summary))

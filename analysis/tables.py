@@ -12,6 +12,8 @@ and prints the strategies table (and the IBM view). By default every record coun
 trial (tau2-bench's leaderboard convention). `--exclude LABEL` (repeatable; e.g. `--exclude infra`) leaves
 records with that error out of the rates: a non-default view, named in the first line above every table.
 `--pool-runs` counts runs that hold the same episodes as extra trials (analysis.load; refused without it).
+Strategies that ran on different task sets are refused (exit 2) unless `--shared-tasks` (analysis.identity); a
+strategy run with two memory artifacts is two rows. Tasks whose every trial was infra are listed above the table.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import fmt, ibm, plots, power, stats, task_sets
+from analysis import fmt, ibm, identity, infra, plots, power, stats, task_effects, task_sets
 from analysis.build_cost import add_build_cost
 from analysis.costs import add_costs
 from analysis.compare import model_table
@@ -31,8 +33,9 @@ from analysis.displays import markdown, models_display, pairs_display, scenario_
 from analysis.load import add_pool_option, load_memory_history, load_records, steps_frame
 from analysis.metrics import EXCLUDED, GROUP, INFRA, infra_imbalance, paired_comparisons, summarize
 
-FEW = (f"* = fewer than {stats.MIN_TASKS} tasks: CI too wide to rank strategies. underpowered = |Δ| below the "
-       f"minimum detectable Δ at 80% power for these tasks x trials (make power).")
+FEW = (f"* = fewer than {stats.MIN_TASKS} tasks: CI too wide to rank strategies. underpowered = the paired test "
+       f"(McNemar / sign-flip) did not find Δ vs none AND |Δ| is below the minimum detectable Δ at 80% power for "
+       f"these tasks x trials (make power; make recommend's non-inferiority test answers another question).")
 
 
 def view_line(exclude: tuple[str, ...] = EXCLUDED) -> str:
@@ -72,6 +75,7 @@ class Analysis:
     history: pd.DataFrame
     views: dict[str, pd.DataFrame] = field(default_factory=dict)
     labels: list[str] = field(default_factory=list)  # which τ² task set / user simulator made the records
+    identity: list[str] = field(default_factory=list)  # memory artifact ids, task sets compared on shared ids
     warnings: list[str] = field(default_factory=list)
     exclude: tuple[str, ...] = EXCLUDED
 
@@ -80,26 +84,41 @@ class Analysis:
         return notes(self.exclude)
 
 
+def summary_of(records: pd.DataFrame, n_boot: int = stats.N_BOOT, exclude: tuple[str, ...] = EXCLUDED,
+               amortise_over: int | None = None) -> pd.DataFrame:
+    """The strategies table's rows. The compact and wide tables, `make tables` and `make recommend BY=cost`
+    print these same figures for the same cell."""
+    summary = power.flag_underpowered(summarize(records, n_boot=n_boot, exclude=exclude), records, exclude)
+    summary = add_build_cost(summary, records, amortise_over)
+    summary = add_costs(summary, records)  # USD per task / per success, by role; budget-stopped rows
+    return add_learning_counts(summary, records)
+
+
+def checked(records: pd.DataFrame, shared_tasks: bool = False) -> tuple[pd.DataFrame, list[str]]:
+    """`records` compared like with like (analysis.identity: exit 2 across task sets unless `shared_tasks`) and
+    the lines every view prints above its table: task sets compared on shared ids, memory artifact ids."""
+    records, notes = identity.comparable(records, shared=shared_tasks)
+    return records, [*notes.values(), *(f"Memory: {line}" for line in identity.memory_lines(records))]
+
+
 def analyse(paths: list[str], experiment: str | None = None, n_boot: int = stats.N_BOOT,
             models: dict[str, str] | None = None, exclude: tuple[str, ...] = EXCLUDED,
-            amortise_over: int | None = None, pool_runs: bool = False) -> Analysis:
+            amortise_over: int | None = None, pool_runs: bool = False, shared_tasks: bool = False) -> Analysis:
     records = load_records(paths, overlap="pool" if pool_runs else "refuse")
     if records.empty:
         raise SystemExit(f"no records found under {', '.join(map(str, paths))}")
-    summary = power.flag_underpowered(summarize(records, n_boot=n_boot, exclude=exclude), records)
-    summary = add_build_cost(summary, records, amortise_over)
-    summary = add_costs(summary, records)  # USD per task / per success, by role; budget-stopped rows
-    summary = add_learning_counts(summary, records)
+    records, lines = checked(records, shared_tasks)
+    summary = summary_of(records, n_boot, exclude, amortise_over)
     pairs = paired_comparisons(records, n_boot=n_boot, exclude=exclude)
     result = Analysis(records, summary, pairs, model_table(summary, pairs), steps_frame(records),
                       load_memory_history(sorted(set(records["run_dir"]))), exclude=tuple(exclude))
-    result.labels = task_sets.labels(records)
+    result.labels, result.identity = task_sets.labels(records), lines
     if experiment:
         block = ibm.experiment_analysis(experiment)
         if block["view"]:  # view: null = no published rows to add (e.g. +experiment=assembly)
             result.views[block["view"]] = ibm.view(experiment, summary, models=models, records=records)
         result.warnings = task_sets.warnings(records, block.get("task_set"))
-    result.warnings += infra_imbalance(summary)
+    result.warnings += infra_imbalance(summary) + infra.all_infra_tasks(records)
     return result
 
 
@@ -117,7 +136,8 @@ def add_learning_counts(summary: pd.DataFrame, records: pd.DataFrame) -> pd.Data
 
 def header(result: Analysis) -> str:
     """Which view the rates are (first line), task-set labels and warnings, shown above every table."""
-    lines = [f"Task set: {line}" for line in result.labels] + [f"WARNING: {w}" for w in result.warnings]
+    lines = [f"Task set: {line}" for line in result.labels] + result.identity + \
+        [f"WARNING: {w}" for w in result.warnings]
     return view_line(result.exclude) + "\n\n" + ("\n".join(f"- {line}" for line in lines) + "\n\n" if lines else "")
 
 
@@ -133,6 +153,7 @@ def write(result: Analysis, out_dir: Path, plot: bool = True) -> list[Path]:
                                             encoding="utf-8")
         raw.to_csv(out_dir / f"{name}.csv", index=False)
         written += [out_dir / f"{name}.md", out_dir / f"{name}.csv"]
+    written += task_effects.write(result, out_dir)  # helped / harmed tasks vs none, A/A noise floor (issue 28)
     if plot:
         written += plots.all_plots(result.summary, result.steps, result.history, out_dir, result.records)
     return written
@@ -163,6 +184,7 @@ def cli(doc: str, argv: list[str] | None, default_out: str) -> tuple[argparse.Na
     parser.add_argument("--out", help=f"output (default: <first run>/{default_out})")
     parser.add_argument("--no-plots", action="store_true")
     add_pool_option(parser)
+    identity.add_shared_tasks_option(parser)
     parser.add_argument("--amortise-over", type=int, metavar="N",
                         help="deployment tasks that share the one-off memory-building cost (default: the "
                              "episodes evaluated per row)")
@@ -172,7 +194,8 @@ def cli(doc: str, argv: list[str] | None, default_out: str) -> tuple[argparse.Na
     try:
         models = dict(item.split("=", 1) for item in args.model_map)
         return args, out, analyse(args.runs, args.experiment, models=models, exclude=exclusions(args.exclude),
-                                  amortise_over=args.amortise_over, pool_runs=args.pool_runs)
+                                  amortise_over=args.amortise_over, pool_runs=args.pool_runs,
+                                  shared_tasks=args.shared_tasks)
     except (FileNotFoundError, ValueError) as exc:
         print(f"memdeliv {parser.prog}: {exc}", file=sys.stderr)
         return args, out, None
@@ -189,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     for line in scenario_warnings(result.summary):
         print(line, file=sys.stderr)
     print("\n" + markdown(models_display(result.models)))
+    if effects := task_effects.terminal(result):  # per task vs none, the noise floor beside Δ (issue 28)
+        print("\nPer task vs none (links to each task's compare page: task_effects.md):\n" + effects)
     for name, table in result.views.items():
         print(f"\n{name}:\n" + ibm.terminal(table))  # notes as footnotes; {name}.md keeps them in the rows
         for line in ibm.token_lines(table):

@@ -18,7 +18,6 @@ the hit without it (what every later call reuses).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -31,7 +30,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from harness.run import compose_job  # noqa: E402
-from harness.runner import run_job  # noqa: E402
+from harness.row import RESULTS, read_rows  # noqa: E402
+from harness.runner import resolve, run_job  # noqa: E402  (the Job the CLI builds, and its loop)
 
 LAYOUTS = ("after_policy", "first_user_message", "end_of_conversation")
 STABLE = ("after_policy", "first_user_message")
@@ -108,8 +108,8 @@ def run_layout(runs: Path, layout: str, tasks: list[str], max_tokens: int, max_s
         f"benchmark.task_ids=[{ids}]", f"benchmark.placement={layout}", f"runs_dir={runs}",
         f"run_name={name}", "progress=false", "concurrency=1", f"model.kwargs.max_tokens={max_tokens}",
         f"benchmark.max_steps={max_steps}"])
-    run_job(cfg)
-    records = [json.loads(x) for x in (runs / name / "results.jsonl").read_text().splitlines() if x.strip()]
+    run_job(resolve(cfg))
+    records = [row.to_dict() for _, row in read_rows(runs / name / RESULTS)]  # the harness's one reader
     return records, parse_server_log((runs / name / "local_server.log").read_text(errors="replace"))
 
 

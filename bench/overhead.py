@@ -17,9 +17,9 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from harness.benchmarks.tau2.adapter import Tau2Benchmark  # noqa: E402
+from harness.benchmarks.tau2.adapter import Tau2Benchmark  # noqa: E402  (typing only)
 from harness.run import compose_job  # noqa: E402  (the config composition the CLI uses)
-from harness.runner import run_job  # noqa: E402
+from harness.runner import resolve, run_job  # noqa: E402  (the Job the CLI builds, and its loop)
 from harness.serving.models import serve_scripted  # noqa: E402
 
 
@@ -45,7 +45,7 @@ def tau2_replay(n: int, bench: Tau2Benchmark, domain: str) -> float:
 def ours(runs: Path, name: str, *overrides: str) -> float:
     cfg = compose_job(["model=oracle", "progress=false", f"runs_dir={runs}", f"run_name={name}", *overrides])
     started = time.perf_counter()
-    summary = run_job(cfg)
+    summary = run_job(resolve(cfg))
     assert summary["infra_errors"] == 0
     return time.perf_counter() - started
 
@@ -57,11 +57,18 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=1.0)  # a realistic API call; CPU per task ~0.75 s (tau2 evaluator)
     parser.add_argument("--conc-trials", type=int, default=16)
     parser.add_argument("--only", choices=("overhead", "concurrency"), help="run one of the two figures")
+    parser.add_argument("--file-db", action="store_true",
+                        help="our episodes read every τ² database from its file, as tau2's run_task does "
+                             "(harness/benchmarks/tau2/fresh_db.py off): the runner's own overhead alone")
     args = parser.parse_args()
+    if args.file_db:
+        from harness.benchmarks.tau2 import fresh_db
+
+        fresh_db.enabled = False
     runs = Path(tempfile.mkdtemp(prefix="memdeliv-bench-"))
     cfg = compose_job(["model=oracle", f"benchmark.limit={args.tasks}"])
     serve_scripted(cfg.model.name)  # tau2's own run_task below calls the oracle outside any job
-    bench = Tau2Benchmark(cfg.benchmark)
+    bench = resolve(cfg).benchmark  # the job's adapter, built as every job builds it
     tasks = bench.tasks()
     tau2_replay(1, bench, "retail")  # warm both paths once
     ours(runs, "warm", "benchmark.limit=1", "concurrency=1")
@@ -80,7 +87,8 @@ def overhead(args, runs: Path, bench: Tau2Benchmark, tasks) -> None:
     ratio = min(ours_s) / min(theirs_s)
     paired = sorted(o / t for o, t in zip(ours_s, theirs_s))
     print(f"overhead: {args.tasks} retail oracle tasks, best of {args.repeats}: "
-          f"memdeliv runner {min(ours_s):.2f}s vs tau2 run_task {min(theirs_s):.2f}s -> ratio {ratio:.3f} "
+          f"memdeliv runner{' (databases from file)' if args.file_db else ''} {min(ours_s):.2f}s vs tau2 run_task "
+          f"{min(theirs_s):.2f}s -> ratio {ratio:.3f} "
           f"(target <= 1.05); paired ratios {', '.join(f'{r:.3f}' for r in paired)}")
 
 

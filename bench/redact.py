@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]  # this checkout's harness, not whichever one is installed
 SAMPLE_MEMORY = ROOT / "strategies" / "samples" / "tau2_sample.jsonl"
 
+from harness.row import RESULTS, read_rows  # noqa: E402
 from harness.store import redact, redact_text  # noqa: E402
 
 # --- baseline: harness/store/run_store.py before the compiled redactor (every env var scanned for every string) ----
@@ -54,12 +55,12 @@ def old_redact_text(text: str) -> str:
 
 def make_run() -> Path:
     from harness.run import compose_job
-    from harness.runner import run_job
+    from harness.runner import resolve, run_job
 
     runs = Path(tempfile.mkdtemp(prefix="memdeliv-redact-"))
     cfg = compose_job(["model=oracle", "strategy=full", f"memory={SAMPLE_MEMORY}", "benchmark.limit=10",
                        "progress=false", f"runs_dir={runs}", "run_name=r"])
-    return Path(run_job(cfg)["run_dir"])
+    return Path(run_job(resolve(cfg))["run_dir"])
 
 
 def per_call_us(fn: Any, items: list[Any], repeat: int) -> float:
@@ -79,7 +80,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
     run_dir = Path(args.run_dir) if args.run_dir else make_run()
-    records = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines() if x.strip()]
+    records = [row.to_dict() for _, row in read_rows(run_dir / RESULTS)]  # the harness's one reader
     texts = [p.read_text() for p in sorted((run_dir / "trajectories").rglob("*.json"))]
     for i in range(max(0, args.env - len(os.environ))):  # ordinary variables, a few with secret-looking names
         os.environ[f"MEMDELIV_BENCH_{'API_KEY' if i % 20 == 0 else 'VAR'}_{i}"] = f"value-{i:04d}-{'x' * (i % 40)}"

@@ -2,9 +2,9 @@
 
 1. threads: concurrency 8 vs 1, with the scripted oracle sleeping a fixed latency per model call (an API-bound
    sweep). One task run as N trials, so every episode has the same length and the figure measures the runner
-   (bench/overhead.py explains why). Target: >= 6.8x (0.85 x 8). Concurrency 8 is timed twice: with tau2's
-   evaluator in the episodes' threads (the old way) and in its process pool (harness/benchmarks/tau2/eval_pool.py,
-   the default); the pool is started and warmed before the clock starts, as it stays up across a sweep's jobs.
+   (bench/overhead.py explains why). Target: >= 6.8x (0.85 x 8), whatever the entry (`python bench/scale.py`
+   or `python -m bench.scale`). Concurrency 8 is timed twice: with every environment's database read from its
+   file, as tau2 does (the old way: ~0.5 s of CPU per episode under the GIL), and from fresh_db.py (the default).
 2. Ray: 2 worker processes (executor=ray, a local Ray with 2 CPUs) vs one process (threads, concurrency 1) on
    CPU-bound oracle episodes (no latency: tau2's orchestrator and evaluator are the work). Target: >= 1.8x on
    2 cores. Ray is started and its workers warmed (imports, first job) before the clock starts, as they stay
@@ -26,10 +26,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from harness.runner import executors  # noqa: E402
-from harness.benchmarks.tau2 import eval_pool  # noqa: E402
-from harness.benchmarks.tau2.adapter import Tau2Benchmark  # noqa: E402
+from harness.benchmarks.tau2 import fresh_db  # noqa: E402
 from harness.run import compose_job  # noqa: E402  (the config composition the CLI uses)
-from harness.runner import run_job  # noqa: E402
+from harness.runner import resolve, run_job  # noqa: E402  (the Job the CLI builds, and its loop)
 from harness.serving.models import serve_scripted  # noqa: E402
 
 
@@ -41,7 +40,7 @@ def load() -> str:
 def timed(runs: Path, name: str, *overrides: str) -> float:
     cfg = compose_job(["model=oracle", "progress=false", f"runs_dir={runs}", f"run_name={name}", *overrides])
     started = time.perf_counter()
-    summary = run_job(cfg)
+    summary = run_job(resolve(cfg))
     assert summary["infra_errors"] == 0 and summary["ran"] > 0, summary
     return time.perf_counter() - started
 
@@ -49,18 +48,17 @@ def timed(runs: Path, name: str, *overrides: str) -> float:
 def threads_figure(args, runs: Path, task_id: str) -> None:
     same = [f"+model.kwargs.metadata.latency_s={args.latency}", f"benchmark.task_ids=[{task_id}]",
             f"benchmark.trials={args.trials}"]
-    eval_pool.enabled = True  # this script guards its main, so the pool's spawned workers may import it
-    timed(runs, "warm-pool", "concurrency=2", "benchmark.limit=2")  # starts the evaluation pool, off the clock
     one = timed(runs, "t1", "concurrency=1", *same)
-    eval_pool.enabled = False
+    fresh_db.enabled = False
     try:
         old = timed(runs, "t8-old", "concurrency=8", *same)
     finally:
-        eval_pool.enabled = True
+        fresh_db.enabled = True
     eight = timed(runs, "t8", "concurrency=8", *same)
-    print(f"threads: task {task_id} x {args.trials} trials, {args.latency * 1000:.0f} ms per model call: "
-          f"concurrency 1 -> {one:.1f}s; 8 with the evaluator in the episodes' threads (old) -> {old:.1f}s, "
-          f"speed-up {one / old:.2f}x; 8 with the evaluation pool (new) -> {eight:.1f}s, speed-up {one / eight:.2f}x "
+    entry = "python -m bench.scale" if __spec__ is not None else "python bench/scale.py"
+    print(f"threads ({entry}): task {task_id} x {args.trials} trials, {args.latency * 1000:.0f} ms per model call: "
+          f"concurrency 1 -> {one:.1f}s; 8 with databases read from their files (old) -> {old:.1f}s, "
+          f"speed-up {one / old:.2f}x; 8 with fresh_db (new) -> {eight:.1f}s, speed-up {one / eight:.2f}x "
           f"(target >= 6.8x)", flush=True)
     if args.ray_latency:  # the same sweep with 8 episodes in flight as Ray tasks: their CPU spreads over processes
         ray_args = ["executor=ray", "executor.num_cpus=2", "executor.cpus_per_episode=0.25"]
@@ -99,7 +97,7 @@ def main() -> None:
     args = parser.parse_args()
     serve_scripted(compose_job(["model=oracle"]).model.name)
     runs = Path(tempfile.mkdtemp(prefix="memdeliv-scale-"))
-    task_id = Tau2Benchmark(compose_job(["model=oracle"]).benchmark).tasks()[0].id
+    task_id = resolve(compose_job(["model=oracle"])).benchmark.tasks()[0].id
     timed(runs, "warm-threads", "benchmark.limit=1", "concurrency=1")  # imports and caches, off the clock
     print(f"before: {load()}", flush=True)
     if args.only != "ray":

@@ -9,26 +9,26 @@ serving the list's pages: the first page, a strategy filter, a sort by tokens on
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from analysis.viewer.app import create_app
 from analysis.viewer.episodes import EpisodeIndex
+from harness.row import RESULTS, read_rows
 
 SOURCE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "runs" / "oracle_retail"
 PAGES = ("/", "/?strategy=full", "/?sort=tokens&desc=1&page=100", "/?success=false&error=none&tokens_min=10000")
 
 
 def generate(source: Path, n: int, out: Path) -> None:
-    rows = [json.loads(line) for line in (source / "results.jsonl").read_text().splitlines() if line.strip()]
-    trials = 1 + max(int(r.get("trial", 0)) for r in rows)
-    with (out / "results.jsonl").open("w") as f:
+    rows = [row for _, row in read_rows(source / RESULTS)]  # the harness's one reader of results.jsonl
+    trials = 1 + max(row.episode[1] for row in rows)
+    with (out / RESULTS).open("w") as f:
         for i in range(n):
-            row = dict(rows[i % len(rows)])
-            row["trial"] = (i // len(rows)) * trials + int(row.get("trial", 0))
-            f.write(json.dumps(row) + "\n")
+            row = rows[i % len(rows)]
+            f.write(replace(row, trial=(i // len(rows)) * trials + row.episode[1]).to_json() + "\n")
 
 
 def main() -> None:

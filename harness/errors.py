@@ -44,11 +44,13 @@ class UserSimulatorError(RuntimeError):
 
 
 def call_strategy(strategy: Any, phase: str, *args: Any) -> Any:
-    """strategy.<phase>(*args), with any exception wrapped in StrategyError (the runner labels it "strategy")."""
+    """strategy.<phase>(*args) (a member of the Strategy protocol, called by name), with any exception wrapped in
+    StrategyError (the runner labels it "strategy")."""
+    method = getattr(strategy, phase)  # dispatch, not a probe: every phase is a protocol member
     try:
-        return getattr(strategy, phase)(*args)
+        return method(*args)
     except Exception as exc:
-        raise StrategyError(getattr(strategy, "name", type(strategy).__name__), phase, exc) from exc
+        raise StrategyError(strategy.name, phase, exc) from exc
 
 
 def classify(exc: BaseException) -> tuple[str, str]:

@@ -27,8 +27,8 @@ from omegaconf import OmegaConf  # noqa: E402
 from harness.benchmarks.tau2.data import TaskSetError  # noqa: E402
 from harness.benchmarks.tau2.results_files import ImportedCell, ResultsFileError, read_results_file  # noqa: E402
 from harness.run import compose_job  # noqa: E402
-from harness.runner.episode import SCHEMA_VERSION, job_key, slug  # noqa: E402
-from harness.runner.job import identity  # noqa: E402
+from harness.row import SCHEMA_VERSION, Row  # noqa: E402
+from harness.runner.job import identity, job_key, slug  # noqa: E402
 from harness.store import RunStore  # noqa: E402
 from strategies.atomic import write_text_atomic  # noqa: E402
 
@@ -74,7 +74,8 @@ def write_cell(cell: ImportedCell, file: Path, cfg: Any) -> tuple[Path, str, boo
         rel = folder / f"{slug(episode.task_id)}__t{episode.trial}.json"
         (store.root / rel).parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(store.root / rel, episode.trajectory)
-        store.append({**common, "trial": episode.trial, **episode.fields, "trajectory": str(rel), "attempt": 1})
+        store.append(Row.of((common, "benchmark_extra"), ({"trial": episode.trial}, "benchmark_extra"),
+                            (episode.fields, "benchmark_extra"), ({"trajectory": str(rel), "attempt": 1}, "learner_extra")))
     store.close_job(key, tasks=len({e.task_id for e in cell.episodes}), trials=cell.trials, ran=len(cell.episodes),
                     skipped=0, imported_from=source, task_set=cell.task_set,
                     task_set_mismatch=cell.mismatch, agent=cell.agent, judge_model=None)

@@ -1,16 +1,28 @@
-"""Token ledger: per agent step and per task, plus the user simulator's calls kept apart.
+"""Token ledger: per agent step and per task, plus the user simulator's, the judge's and the strategy's own calls
+kept apart, and the provider's retries: the one accounting path of an episode.
 
-Totals are sums of what the provider reported. A total over steps where any step lacks a figure
-(cached tokens, cost) is None rather than a partial sum that would understate it.
+The runner opens one ledger per episode (`episode()`); everything the episode calls writes to it: the agent's
+steps (harness/assembly/step.py), the user simulator and τ²'s judge (their adapters find it with `current()`),
+the strategy's own model calls (a ranker, a paid embedding: strategies.base.report_call, which `episode()` binds
+here, so strategies import no harness code) and every ModelClient retry (harness/serving/model_client.py counts
+into the ledger's ProviderStats). An online learner's calls after its episode (ACE's Reflector and Curator) go
+to a ledger of their own (`learning()`) whose strategy columns join that episode's row. `record_fields()` are
+the row's token and retry columns. Totals are sums of what the provider reported. A total over calls where any
+call lacks a figure (cached tokens, cost) is None rather than a partial sum that would understate it.
 """
 
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable
+from functools import partial
+from typing import Any, Callable, Iterable, Iterator, Optional
 
-from harness.serving.model_client import Usage, count_tokens
+from harness.serving.model_client import ProviderStats, Usage, count_tokens, provider_stats
+from strategies import simulated_world
+from strategies.base import ModelCall, calls_to
 
 
 @dataclass(frozen=True)
@@ -30,15 +42,6 @@ class StepEntry:
     phase: str = "act"  # act: a working step; answer: answer_mode=rebuild's extra call for the reply
 
 
-_steps_lock = threading.Lock()
-_steps_taken = 0  # agent steps ledgered in this process, for progress within long episodes (harness/runner/progress.py)
-
-
-def steps_taken() -> int:
-    with _steps_lock:
-        return _steps_taken
-
-
 def sum_or_none(values: Iterable[Any]) -> Any:
     values = list(values)
     if not values or any(v is None for v in values):
@@ -47,17 +50,23 @@ def sum_or_none(values: Iterable[Any]) -> Any:
 
 
 class MemoryTokenCounter:
-    """Counts a delivered block once per distinct text (a `full` block is identical at every step)."""
+    """Counts a delivered block once per distinct text (a `full` block is identical at every step).
+
+    The simulated model has no tokenizer of its own: its memory is counted as its world reads it (the gpt-4o
+    tokens of the block's bullet lines, strategies.simulated_world.block_tokens), so a step's memory tokens and
+    the planted formula's (the `[simulated: … memory_tokens=…]` tag) are one figure."""
 
     def __init__(self, model: str):
         self.model = model
+        simulated = str(model).startswith(f"{simulated_world.PROVIDER}/")
+        self._count = simulated_world.block_tokens if simulated else partial(count_tokens, model)
         self._cache: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def __call__(self, text: str) -> int:
         with self._lock:
             if text not in self._cache:
-                self._cache[text] = count_tokens(self.model, text)
+                self._cache[text] = self._count(text)
             return self._cache[text]
 
 
@@ -66,6 +75,10 @@ class Ledger:
     agent_steps: list[StepEntry] = field(default_factory=list)
     user_calls: list[Usage] = field(default_factory=list)
     judge_calls: list[Usage] = field(default_factory=list)  # τ²'s NL-assertion judge, kept apart like the user
+    strategy_calls: list[ModelCall] = field(default_factory=list)  # the strategy's own (strategies.base.report_call)
+    provider: ProviderStats = field(default_factory=ProviderStats)  # retries of every call of the episode
+    # told of each agent step as it is ledgered (the job's progress line, harness/runner/progress.py)
+    on_step: Optional[Callable[[], None]] = field(default=None, repr=False, compare=False)
 
     def add_agent_step(self, usage: Usage, memory_tokens: int, delivered_ids: Iterable[str], *,
                        dropped_ids: Iterable[str] = (), context_dropped_ids: Iterable[str] = (),
@@ -86,9 +99,8 @@ class Ledger:
             phase=phase,
         )
         self.agent_steps.append(entry)
-        global _steps_taken
-        with _steps_lock:
-            _steps_taken += 1
+        if self.on_step is not None:
+            self.on_step()
         return entry
 
     def add_user_call(self, usage: Usage) -> None:
@@ -96,6 +108,9 @@ class Ledger:
 
     def add_judge_call(self, usage: Usage) -> None:
         self.judge_calls.append(usage)
+
+    def add_strategy_call(self, call: ModelCall) -> None:
+        self.strategy_calls.append(call)
 
     def totals(self) -> dict[str, Any]:
         steps, users, judges = self.agent_steps, self.user_calls, self.judge_calls
@@ -126,7 +141,17 @@ class Ledger:
                 "summarised_turns": sum(s.summarised_turns for s in self.agent_steps),
                 "delivered": [list(s.delivered_ids) for s in self.agent_steps],
                 "dropped": [sorted({*s.dropped_ids, *s.context_dropped_ids}) for s in self.agent_steps],
-                "step_usage": self.step_rows()}
+                "step_usage": self.step_rows(), **self.provider.fields(), **self.strategy_fields()}
+
+    def strategy_fields(self) -> dict[str, Any]:
+        """The strategy's own calls: none when it made none, so the row of a strategy that calls no model is
+        unchanged; analysis prices them with every other role (usd_strategy/task)."""
+        calls = self.strategy_calls
+        if not calls:
+            return {}
+        return {"strategy_calls": len(calls), "strategy_prompt_tokens": sum(c.prompt_tokens for c in calls),
+                "strategy_completion_tokens": sum(c.completion_tokens for c in calls),
+                "strategy_cost_usd": sum_or_none(c.cost_usd for c in calls)}
 
     def step_rows(self) -> list[dict[str, Any]]:
         rows = []
@@ -136,3 +161,32 @@ class Ledger:
                 row[key] = list(getattr(s, key))
             rows.append(row)
         return rows
+
+
+_current: ContextVar[Optional[Ledger]] = ContextVar("memdeliv_episode_ledger", default=None)
+
+
+@contextmanager
+def episode(on_step: Optional[Callable[[], None]] = None) -> Iterator[Ledger]:
+    """The ledger of one episode, current in this context (the episode's thread) for the block."""
+    ledger = Ledger(on_step=on_step)
+    token = _current.set(ledger)
+    try:
+        with provider_stats(ledger.provider), calls_to(ledger.add_strategy_call):
+            yield ledger
+    finally:
+        _current.reset(token)
+
+
+@contextmanager
+def learning() -> Iterator[Ledger]:
+    """A ledger for an online learner's update after its episode (ACE's Reflector and Curator): its
+    `strategy_fields()` are added to that episode's row. A re-run inside the update is an episode of its own."""
+    ledger = Ledger()
+    with calls_to(ledger.add_strategy_call):
+        yield ledger
+
+
+def current() -> Optional[Ledger]:
+    """The ledger of the episode running in this context; None outside one (a benchmark called directly)."""
+    return _current.get()

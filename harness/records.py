@@ -3,8 +3,9 @@ episode as strategies see it: strategies.Trajectory, re-exported here), returned
 benchmark's `run_episode` (harness/benchmarks/protocol.py). The runner hands the trajectory to online learners
 and never stores it; the benchmark has already written its own trajectory file.
 
-The record's field names are defined once, in harness/record_fields.py (plain strings that analysis imports too);
-the keys and their order on disk are those results.jsonl has always had.
+The row the runner makes of a record (the job's fields around it, the strategy's facts after it) is
+harness/row.py's `Row`, which owns every field name and their order on disk. An episode reaches the job loop as
+one `Outcome`, whatever ran it (a thread, a Ray worker, the budget gate).
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
-from harness.record_fields import (ERROR, ERROR_DETAIL, EPISODE_FIELDS, REWARD, SUCCESS, TASK_ID, TASK_TEXT,
-                                    TERMINATION, WALL_S)
+from harness.row import Row
 from strategies.base import Trajectory  # noqa: F401  (re-exported: the type run_episode returns beside the record)
 
 
@@ -44,12 +44,27 @@ class EpisodeRecord:
 
     def fields(self) -> dict[str, Any]:
         """The record's keys, in results.jsonl order."""
-        return {TASK_ID: self.task_id, SUCCESS: self.success, REWARD: self.reward, TERMINATION: self.termination,
-                ERROR: self.error, ERROR_DETAIL: self.error_detail, **self.ledger, WALL_S: self.wall_s,
-                TASK_TEXT: self.task_text, **self.extra}
+        return {"task_id": self.task_id, "success": self.success, "reward": self.reward,
+                "termination": self.termination, "error": self.error, "error_detail": self.error_detail,
+                **self.ledger, "wall_s": self.wall_s, "task_text": self.task_text, **self.extra}
 
 
-# What the runner's EpisodeRunner gives the job loop for one (task, trial): the results.jsonl row (the record's
-# fields plus the job's common ones) and the trajectory for an online learner, None when the episode produced
-# none (a harness failure, or a Ray worker's episode: online learners never run on Ray).
-Finished = tuple[dict[str, Any], Optional[Trajectory]]
+EPISODE_FIELDS = ("task_id", "success", "reward", "termination", "error", "error_detail", "wall_s", "task_text")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one (task, trial), through every executor: its row (a failure is a row too, labelled by
+    harness.errors), or a stop, or nothing run.
+
+    trajectory: for an online learner (never stored; None when the episode produced none, or ran on Ray);
+    payload: a Ray worker's trajectory file, which the driver writes; stop: the provider is unusable (bad key,
+    unknown model), so the job stops and nothing is recorded; held: budget_usd held the episode back;
+    unreachable: the endpoint an infra episode could not connect to after its retries (harness/runner/reach.py)."""
+
+    row: Optional[Row] = None
+    trajectory: Optional[Trajectory] = None
+    payload: Optional[bytes] = field(default=None, repr=False)
+    stop: Optional[str] = None
+    held: bool = False
+    unreachable: Optional[str] = None

@@ -29,7 +29,6 @@ from omegaconf import DictConfig, OmegaConf
 import strategies
 from harness.assembly import options as assembly_options
 from harness import benchmarks, secrets
-from harness.memory import provenance
 from harness.config import (CONFIG_DIR, TOOL_MODES, job_memory, register_plugin_benchmarks,
                              register_plugin_strategies, register_schemas)
 
@@ -91,8 +90,10 @@ def with_config_sweeps(overrides: list[str]) -> list[str]:
 
 def check_job(cfg: DictConfig, sweep: list[str] | None = None) -> None:
     """Semantic checks Hydra's type validation cannot do; all before anything is written. `sweep`: the
-    strategies of the whole sweep (their options are not typos for this job's strategy)."""
-    from harness.runner import executors
+    strategies of the whole sweep (their options are not typos for this job's strategy). The job is resolved
+    here (harness/runner/job.py: its benchmark validated, its memory's provenance checked) and parked for the
+    launch that follows, which runs that very Job."""
+    from harness.runner import executors, resolve
 
     try:
         executors.check_options(cfg.executor)
@@ -105,10 +106,9 @@ def check_job(cfg: DictConfig, sweep: list[str] | None = None) -> None:
                                     sweep or [cfg.strategy.name])
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"strategy.options: {exc}") from None
-    bench = benchmarks.create(cfg.benchmark)
     try:
         assembly_options.check(cfg.benchmark.placement, cfg.benchmark.context_policy, cfg.benchmark.answer_mode,
-                               placements=bench.placements)
+                               placements=benchmarks.adapter_class(str(cfg.benchmark.name)).placements)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     for field in ("trials", "concurrency"):
@@ -123,9 +123,8 @@ def check_job(cfg: DictConfig, sweep: list[str] | None = None) -> None:
         raise ConfigError(f"memory file not found: {memory}")
     if memory:
         strategies.load_memory(memory)  # a malformed artifact fails here with file:line
-    try:
-        bench.validate()
-        provenance.job_provenance(cfg, bench)  # memory learned from these tasks, or labels off train: refused
+    try:  # the benchmark's validate(); memory learned from these tasks, or labels off train: refused
+        bench = resolve(cfg, park=True).benchmark
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     if cfg.model.tool_mode not in TOOL_MODES:
@@ -160,7 +159,7 @@ def check_job(cfg: DictConfig, sweep: list[str] | None = None) -> None:
 
 def check_prices(cfg: DictConfig, judge_used: bool) -> None:
     """model.price_per_mtok_* well formed; with budget_usd, every model of the job priced (LiteLLM's map or the
-    override) and the threads executor (the budget admits episodes in this process), docs/cost.md."""
+    override), docs/cost.md. Any executor: the budget admits episodes in this process, Ray's too."""
     from strategies import prices
 
     try:
@@ -172,9 +171,6 @@ def check_prices(cfg: DictConfig, judge_used: bool) -> None:
         return
     if not budget > 0:
         raise ConfigError(f"budget_usd must be > 0 (USD), got {budget}")
-    if cfg.executor.name != "threads":
-        raise ConfigError("budget_usd needs executor=threads: the budget decides in this process which episode "
-                          "may start, and Ray queues them all at once")
     models = {cfg.model.name: cfg.model, cfg.model.user_name or cfg.model.name: None}
     if judge_used and cfg.benchmark.get("judge_model"):
         models.setdefault(cfg.benchmark.judge_model, None)
@@ -261,7 +257,7 @@ def _job(cfg: DictConfig) -> Any:
     except RunStoreError as exc:  # the job is running elsewhere, or the run holds another setup: nothing written
         print(f"memdeliv: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    except ProviderUnusable as exc:  # bad key / unknown model: every episode would fail the same way
+    except ProviderUnusable as exc:  # bad key / unknown model / no route to the provider: every episode would fail
         print(f"memdeliv: stopped {job_key(cfg)}: {exc}. Episodes recorded so far stay; after the fix, rerun with "
               f"run_name={cfg.run_name} to resume", file=sys.stderr)
         raise SystemExit(2) from None
@@ -271,14 +267,12 @@ def _job(cfg: DictConfig) -> Any:
 
 def report_job(summary: dict[str, Any]) -> None:
     """The end-of-job line, and a warning when this model's strategies have different infra rates so far."""
-    from harness.runner.infra_balance import infra_warning
-
     errors = ", ".join(f"{label} {n}" for label, n in summary["errors"].items()) or "none"
     print(f"memdeliv: {summary['job']}: ran {summary['ran']}, resumed past {summary['skipped']}, "
           f"errors: {errors} (every error counts as a failure, infra too: tau2-bench leaderboard convention; "
           f"{summary.get('infra_rerun', 0)} infra rerun from before; provider retries {summary.get('retried', 0)}) "
           f"-> {summary['run_dir']}")
-    if warning := infra_warning(summary["run_dir"], summary["job"]):
+    if warning := summary.get("infra_warning"):
         print(f"memdeliv: warning: {warning}", file=sys.stderr)
 
 

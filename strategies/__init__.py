@@ -9,19 +9,22 @@ from strategies.base import (
     Delivery,
     Embedder,
     Guideline,
+    ModelCall,
     StepView,
     Strategy,
     StrategyBase,
     TaskView,
     Trajectory,
     render_guidelines,
+    report_call,
 )
 from strategies.memory_file import MemoryFileError, load_memory, save_memory
-from strategies.registry import (StrategyContext, UnknownStrategy, available, create, register, uses_ground_truth,
-                                 uses_memory, validate_options)
+from strategies.registry import (StrategyContext, UnknownStrategy, available, create, known_options, register,
+                                 strategy_class, uses_ground_truth, uses_memory, validate_options)
 
 __all__ = [
-    "EMPTY", "Delivery", "Embedder", "Guideline", "StepView", "Strategy", "StrategyBase", "TaskView", "Trajectory",
-    "render_guidelines", "MemoryFileError", "load_memory", "save_memory", "StrategyContext",
-    "UnknownStrategy", "available", "create", "register", "uses_ground_truth", "uses_memory", "validate_options",
+    "EMPTY", "Delivery", "Embedder", "Guideline", "ModelCall", "StepView", "Strategy", "StrategyBase", "TaskView",
+    "Trajectory", "render_guidelines", "report_call", "MemoryFileError", "load_memory", "save_memory",
+    "StrategyContext", "UnknownStrategy", "available", "create", "known_options", "register", "strategy_class",
+    "uses_ground_truth", "uses_memory", "validate_options",
 ]

@@ -6,8 +6,10 @@ types below, so a strategy written for τ²-bench works unchanged on AppWorld.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, ClassVar, Iterator, Mapping, Optional, Protocol, Sequence, runtime_checkable
 
 CATEGORIES = ("strategy", "recovery", "optimization")
 
@@ -106,12 +108,24 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> Any: ...
 
 
+Rerun = Callable[[], Optional[Trajectory]]  # the same task x trial run again (None: it failed outside the agent)
+Gold = Callable[[], Optional[str]]  # the task's gold solution (given only when ground truth is allowed, on train)
+
+
 @runtime_checkable
 class Strategy(Protocol):
-    """Build memory from train trajectories, deliver it per task and step, optionally learn online."""
+    """Build memory from train trajectories, deliver it per task and step, optionally learn online.
+
+    Every capability is declared here and has a no-op default in `StrategyBase`, so the harness calls each one
+    plainly and never probes for it (as benchmarks: harness/benchmarks/protocol.py). What the harness asks of
+    a strategy's class before building it (option schema, memory, ground truth) is `StrategyBase`'s classmethods
+    and class attributes: `known_options`, `validate_options`, `uses_memory`, `uses_ground_truth`, `create`."""
 
     name: str
-    learns_online: bool  # True: the runner calls update() after every finished episode
+    learns_online: bool  # True: the runner calls learn() after every finished episode, one at a time per stream
+    # True (with learns_online): every trial is an independent learning stream (`for_trial`), each starting from the
+    # same memory, so the runner runs the streams side by side, each stream's episodes in order
+    trial_streams: bool
 
     def build(self, trajectories: Sequence[Trajectory]) -> None: ...
 
@@ -119,20 +133,116 @@ class Strategy(Protocol):
 
     def update(self, trajectory: Trajectory) -> None: ...
 
+    def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
+              samples: Optional[int] = None) -> Mapping[str, Any]:
+        """An online learner's update after one episode (default: `update(trajectory)`); `rerun` and `gold` for
+        ACE's reflect-and-retry (harness/runner/reflect_and_retry.py). Returns facts for the episode's row."""
 
-@dataclass
+    def for_trial(self, trial: int) -> "Strategy":
+        """The strategy trial `trial` sees: an online learner keeps one stream per trial (default: itself)."""
+
+    def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
+        """The strategy's own columns for an episode's row (ACE: `cited_steps`, `memory_ground_truth`)."""
+
+    def applied_episodes(self) -> Optional[frozenset[str]]:
+        """The episode keys whose update an online learner has committed with its memory, so a resume replays
+        only the missing ones (harness/runner/online_replay.py); None: it does not keep them."""
+
+
+@dataclass(eq=False)  # a strategy is itself, never equal to another with the same options (and hashable)
 class StrategyBase:
-    """Convenience base: no-op build/update, so a strategy only writes `deliver`."""
+    """Every optional member of `Strategy` with its no-op default; a strategy writes `deliver` and overrides
+    what it has. Class-level declarations, read before the strategy is built:
+
+    - `known_options`: the option names it takes (`()`: none; `None`: its `validate_options` checks names itself,
+      which is what a class that has the hook and declares no names gets);
+    - `validate_options(options)`: checks values, raises ValueError (exit 2 before anything is written);
+    - `uses_memory`: False for a strategy that ignores `memory=` (its rows carry no provenance label);
+    - `uses_ground_truth(options)`: whether, so configured, it learns from labels (withheld otherwise);
+    - `create(ctx)`: the strategy for one job (default: built from its options)."""
 
     name: str = "base"
     options: dict[str, Any] = field(default_factory=dict)
     learns_online: bool = False
+    trial_streams: ClassVar[bool] = False
+    known_options: ClassVar[Optional[tuple[str, ...]]] = ()
+    uses_memory: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = [k for k in cls.__mro__ if k is not StrategyBase and issubclass(k, StrategyBase)]
+        if any("validate_options" in vars(k) for k in own) and not any("known_options" in vars(k) for k in own):
+            cls.known_options = None  # a hook and no names: it checks names itself (as before declarations)
+
+    @classmethod
+    def validate_options(cls, options: dict[str, Any]) -> None:
+        return None
+
+    @classmethod
+    def uses_ground_truth(cls, options: dict[str, Any]) -> bool:
+        return False
+
+    @classmethod
+    def create(cls, ctx: Any) -> "StrategyBase":  # ctx: strategies.registry.StrategyContext
+        return cls(options=dict(ctx.options))
 
     def build(self, trajectories: Sequence[Trajectory]) -> None:
         return None
 
     def update(self, trajectory: Trajectory) -> None:
         return None
+
+    def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
+              samples: Optional[int] = None) -> Mapping[str, Any]:
+        self.update(trajectory)
+        return {}
+
+    def for_trial(self, trial: int) -> "StrategyBase":
+        return self
+
+    def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
+        return {}
+
+    def applied_episodes(self) -> Optional[frozenset[str]]:
+        return None
+
+
+# --- a strategy's own model calls ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ModelCall:
+    """One model call a strategy made itself (ace_retrieval's LLM ranker, ACE's Reflector and Curator, a paid
+    embedding), with the provider's token counts and its price (None: unpriced, never a made-up 0)."""
+
+    role: str  # what the call was for: "ace_ranker", "reflector", "curator", "embedder", ...
+    model: str
+    prompt_tokens: int
+    completion_tokens: int = 0
+    cost_usd: Optional[float] = None
+
+
+CallSink = Callable[[ModelCall], None]
+_sink: ContextVar[Optional[CallSink]] = ContextVar("memdeliv_strategy_calls", default=None)
+
+
+@contextmanager
+def calls_to(sink: CallSink) -> Iterator[None]:
+    """Send every `report_call` made in this context (the episode's thread) to `sink`. The harness binds it to
+    the episode's token ledger (harness/ledger.py), so a strategy's calls are counted like the agent's without
+    any strategy importing the harness."""
+    token = _sink.set(sink)
+    try:
+        yield
+    finally:
+        _sink.reset(token)
+
+
+def report_call(call: ModelCall) -> None:
+    """Every model call a strategy makes ends here (strategies/ace/llm.py, strategies/embeddings.py do it for
+    theirs; a plugin that calls a model itself does the same). Outside an episode (an offline build, a unit test)
+    nobody listens and the call is not counted anywhere."""
+    sink = _sink.get()
+    if sink is not None:
+        sink(call)
 
 
 def render_guidelines(guidelines: Sequence[Guideline], title: str = "Learned guidelines", note: str = "") -> str:

@@ -29,7 +29,7 @@ from strategies.base import (Delivery, Embedder, Guideline, StepView, StrategyBa
 from strategies.budget import budget_option, fit_budget, token_counter
 from strategies.options import check_types
 from strategies.registry import StrategyContext
-from strategies.vector_search import IvfIndex, blas_limit, blas_threads_for
+from strategies.vector_search import IvfIndex, blas_limit, blas_threads_for, id_rank, rank_rows, stable_similarity
 
 _CHUNK = 65536  # rows per block when comparing the whole pool with the core set (bounds the temporary)
 
@@ -66,7 +66,9 @@ class SelectionOptions:
 
 class GuidelineIndex:
     """Core set plus a retrieval pool with precomputed vectors; `select(query_vec)` ranks the pool exactly
-    (numpy, BLAS threads chosen by timing) or, from `ann_threshold` guidelines on, through an IVF index."""
+    (numpy, BLAS threads chosen by timing) or, from `ann_threshold` guidelines on, through an IVF index.
+    Similarities are rounded before ranking and thresholds, ties go to the lower guideline id
+    (strategies.vector_search.stable_similarity): a ranking that float noise between machines cannot reorder."""
 
     def __init__(self, core: Sequence[Guideline], pool: Sequence[Guideline], core_text: np.ndarray,
                  pool_text: np.ndarray, pool_source: np.ndarray, opts: SelectionOptions):
@@ -75,16 +77,17 @@ class GuidelineIndex:
         self.core = list(core)
         pool = list(pool)
         if pool and len(core_text):  # a pool guideline that restates a core one would only repeat it
-            keep = np.concatenate([(pool_text[s:s + _CHUNK] @ core_text.T).max(axis=1) < opts.core_duplicate
-                                   for s in range(0, len(pool), _CHUNK)])
+            keep = np.concatenate([stable_similarity(pool_text[s:s + _CHUNK] @ core_text.T).max(axis=1)
+                                   < opts.core_duplicate for s in range(0, len(pool), _CHUNK)])
             if not keep.all():
                 pool = [g for g, k in zip(pool, keep) if k]
                 pool_text, pool_source = pool_text[keep], pool_source[keep]
         self.pool = pool
         self.pool_text = np.ascontiguousarray(pool_text, dtype=np.float32)
         self.pool_source = np.ascontiguousarray(pool_source, dtype=np.float32)
+        self.tie_rank = id_rank([g.id for g in pool])
         use_ann = opts.ann_threshold is not None and len(pool) >= opts.ann_threshold and opts.top_k > 0
-        self.ann = IvfIndex(self.pool_source, nprobe=opts.ann_nprobe) if use_ann else None
+        self.ann = IvfIndex(self.pool_source, nprobe=opts.ann_nprobe, tie_rank=self.tie_rank) if use_ann else None
         if pool and not use_ann:
             blas_threads_for(self.pool_source)  # time it now, at start-up, not on the first task
 
@@ -113,7 +116,8 @@ class GuidelineIndex:
         query = np.asarray(query_vec, dtype=np.float32).reshape(-1)
         chosen: list[int] = []
         for i in self._ranked_exact(query) if exact else self._ranked_ann(query):
-            if chosen and float((self.pool_text[chosen] @ self.pool_text[i]).max()) >= self.opts.kept_duplicate:
+            if chosen and stable_similarity(self.pool_text[chosen] @ self.pool_text[i]).max() >= \
+                    self.opts.kept_duplicate:
                 continue  # near-duplicate of one already kept
             chosen.append(i)
             if len(chosen) == k:
@@ -121,15 +125,18 @@ class GuidelineIndex:
         return list(self.core) + [self.pool[i] for i in chosen]
 
     def _ranked_exact(self, query: np.ndarray, skip: frozenset[int] = frozenset()) -> Iterator[int]:
-        """Pool rows by decreasing similarity to the query: the best few first, widened only when the duplicate
-        skips used them up."""
+        """Pool rows by decreasing (rounded) similarity to the query, ties by guideline id: the best few first,
+        widened only when the duplicate skips used them up."""
         with blas_limit(blas_threads_for(self.pool_source)):
-            sims = self.pool_source @ query
+            sims = stable_similarity(self.pool_source @ query)
         seen = set(skip)
         width = min(len(sims), 4 * self.opts.top_k)
         while True:
-            top = np.sort(np.argpartition(-sims, width - 1)[:width]) if width < len(sims) else np.arange(len(sims))
-            for i in top[np.argsort(-sims[top], kind="stable")]:  # ties: lower row first, as in the index
+            if width < len(sims):  # every row tied with the width-th best too, so a tie is never cut in two
+                top = np.flatnonzero(sims >= np.partition(sims, len(sims) - width)[len(sims) - width])
+            else:
+                top = np.arange(len(sims))
+            for i in top[rank_rows(sims[top], self.tie_rank[top])]:
                 if int(i) not in seen:
                     seen.add(int(i))
                     yield int(i)
@@ -139,16 +146,22 @@ class GuidelineIndex:
 
     def _ranked_ann(self, query: np.ndarray) -> Iterator[int]:
         """The index's candidates (over-fetched 4x top_k, widened 4x at a time); once the probed lists run out,
-        the rest by the exact scan, so the skips can never run short of candidates."""
+        the rest by the exact scan, so the skips can never run short of candidates. Candidates tied with the last
+        one found wait for a wider search: the index returns an arbitrary few of a tie it cuts, the ranking the
+        lowest ids."""
         seen: set[int] = set()
         width = 4 * self.opts.top_k
         while True:
             found = self.ann.search(query, width)
+            exhausted = len(found) < width or width >= len(self.pool)
+            if not exhausted:
+                sims = stable_similarity(self.pool_source[found] @ query)
+                found = found[sims > sims[-1]]
             for i in found:
                 if int(i) not in seen:
                     seen.add(int(i))
                     yield int(i)
-            if len(found) < width or width >= len(self.pool):
+            if exhausted:
                 break
             width *= 4
         yield from self._ranked_exact(query, skip=frozenset(seen))

@@ -15,6 +15,9 @@ from typing import Any, Callable, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from strategies.base import ModelCall, report_call
+from strategies.prices import call_cost
+
 log = logging.getLogger("memdeliv.llm_json")
 
 TextLLM = Callable[[list[dict[str, str]]], str]
@@ -22,13 +25,18 @@ T = TypeVar("T", bound=BaseModel)
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 
 
-def litellm_llm(model: str, **kwargs: Any) -> TextLLM:
-    """A TextLLM calling `litellm.completion(model, messages, **kwargs)` and returning the reply text."""
+def litellm_llm(model: str, role: str = "text_llm", **kwargs: Any) -> TextLLM:
+    """A TextLLM calling `litellm.completion(model, messages, **kwargs)` and returning the reply text; each call is
+    reported (strategies.base.report_call) so an episode that makes it counts it."""
 
     def call(messages: list[dict[str, str]]) -> str:
         import litellm
 
         response = litellm.completion(model=model, messages=messages, **kwargs)
+        usage = getattr(response, "usage", None)
+        prompt, completion = (int(getattr(usage, k, 0) or 0) for k in ("prompt_tokens", "completion_tokens"))
+        report_call(ModelCall(role=role, model=model, prompt_tokens=prompt, completion_tokens=completion,
+                              cost_usd=call_cost(model, prompt, completion)))
         return response.choices[0].message.content or ""
 
     return call

@@ -30,7 +30,7 @@ def task_ids_sha256(task_ids: Iterable[Any]) -> str:
 
 def learned_from(benchmark: str, split: str, task_ids: Iterable[Any], model: str | None, ground_truth: bool,
                  task_set: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    """`_meta.learned_from` of an artifact: the tasks it learned from, and how (harness/memory/provenance.py checks it
+    """`_meta.learned_from` of an artifact: the tasks it learned from, and how (harness/provenance.py checks it
     against the tasks a sweep evaluates)."""
     ids = sorted({str(t) for t in task_ids}, key=lambda t: (not t.isdigit(), int(t) if t.isdigit() else 0, t))
     return {"benchmark": benchmark, "split": split, "task_ids": ids, "task_ids_sha256": task_ids_sha256(ids),

@@ -96,6 +96,13 @@ def price_of(model: str | None, override: Mapping[str, Any] | None = None) -> Op
                  cache_write=float(plain if write is None else write), source="LiteLLM price map")
 
 
+def call_cost(model: str | None, prompt: float, completion: float) -> Optional[float]:
+    """What one call cost at the model's price (a strategy's own call: strategies.base.ModelCall); None when the
+    model is unpriced, never a silent 0."""
+    price = price_of(model)
+    return None if price is None else price.cost(prompt, completion)
+
+
 def register(model: str, values: Mapping[str, Any]) -> None:
     """Teach LiteLLM this process's override, so every recorded cost (agent, user simulator, memory building)
     is priced by `litellm.completion_cost` exactly as a mapped model is, cached tokens included."""

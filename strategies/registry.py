@@ -6,11 +6,13 @@ Built-ins are declared in this repo's pyproject exactly as a plugin package decl
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from strategies.base import Guideline, Strategy
+from strategies.base import Guideline, Strategy, StrategyBase
+from strategies.compat import LegacyFactory
 from strategies.plugins import PluginRegistry
 
 GROUP = "memdeliv.strategies"
@@ -48,7 +50,7 @@ class StrategyContext:
 _REGISTRY = PluginRegistry(GROUP, "strategy", UnknownStrategy)
 
 
-def register(name: str, factory: Factory) -> None:
+def register(name: str, factory: Any) -> None:
     _REGISTRY.register(name, factory)
 
 
@@ -56,59 +58,74 @@ def available() -> list[str]:
     return _REGISTRY.available()
 
 
-def _factory(name: str) -> Any:
-    return _REGISTRY.load(name)
+def strategy_class(name: str) -> Any:
+    """What is registered as `name`, with the declared capabilities of `StrategyBase`: the class itself, or an
+    old-protocol factory fitted by strategies/compat.py."""
+    obj = _REGISTRY.load(name)
+    return obj if isinstance(obj, type) and issubclass(obj, StrategyBase) else LegacyFactory(obj)
 
 
 def known_options(name: str) -> tuple[str, ...] | None:
-    """The option names a strategy declares in its class attribute `known_options`. Without one, a strategy
-    that checks its options itself (a `validate_options` hook) declares nothing (None); one that does neither
-    takes no options at all (())."""
-    factory = _factory(name)
-    declared = getattr(factory, "known_options", None)
-    if declared is not None:
-        return tuple(declared)
-    return None if hasattr(factory, "validate_options") else ()
+    """The option names a strategy declares (`known_options`); None when it checks names itself."""
+    declared = strategy_class(name).known_options
+    return None if declared is None else tuple(declared)
 
 
 def validate_options(name: str, options: dict[str, Any], sweep: Iterable[str] = ()) -> None:
-    """Unknown names are rejected from `known_options`, then the optional hook `validate_options(options)`
-    checks values (raise ValueError/TypeError). The CLI calls this for every job before anything is written
-    (exit 2). `sweep`: the strategies of the whole sweep; an option one of them declares is not a typo for
-    the others, which never see it (`create` drops options that another strategy declares)."""
+    """Unknown names are rejected from `known_options`, then the strategy's `validate_options(options)` checks
+    values (raise ValueError/TypeError). The CLI calls this for every job before anything is written (exit 2).
+    `sweep`: the strategies of the whole sweep; an option one of them declares is not a typo for the others,
+    which never see it (`create` drops options that another strategy declares)."""
     declared = known_options(name)
     if declared is not None:
         others = {o for other in sweep if other != name for o in (known_options(other) or ())}
         options = {k: v for k, v in options.items() if k in declared or k not in others}
         unknown = sorted(set(options) - set(declared))
         if unknown:
-            known = f"known: {sorted(declared)}" if declared else "it takes no options"
-            raise ValueError(f"strategy {name!r}: unknown option(s) {unknown}; {known}")
-    hook = getattr(_factory(name), "validate_options", None)
-    if hook is not None:
-        hook(dict(options))
+            raise ValueError(unknown_options_message(name, unknown, list(sweep)))
+    strategy_class(name).validate_options(dict(options))
+
+
+def unknown_options_message(name: str, unknown: list[str], sweep: list[str]) -> str:
+    """Which strategies of the sweep take options, and the closest valid name: a typo on a sweep of
+    none,full,core_retrieval is nobody's option, not `none`'s fault."""
+    takers = {s: known_options(s) for s in dict.fromkeys([*sweep, name])}
+    others = [s for s in takers if s != name]
+    valid = sorted({o for opts in takers.values() for o in opts or ()})
+    close = difflib.get_close_matches(unknown[0], valid, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    if not others:
+        known = f"known: {sorted(takers[name] or ())}" if takers[name] else "it takes no options"
+        return f"strategy {name!r}: unknown option(s) {unknown}; {known}{hint}"
+    said = [f"{s} takes {sorted(opts)}" for s, opts in takers.items() if opts]
+    none = [s for s, opts in takers.items() if opts == ()]
+    if none:
+        said.append(f"{', '.join(none)} take{'s' if len(none) == 1 else ''} no options")
+    return (f"unknown option(s) {unknown}: no strategy of this sweep ({', '.join(takers)}) takes "
+            f"{'it' if len(unknown) == 1 else 'them'}; {'; '.join(said)}{hint}")
 
 
 def uses_memory(name: str) -> bool:
     """False for a strategy that ignores `memory=` (the baseline): its rows carry no provenance label."""
-    return bool(getattr(_factory(name), "uses_memory", True))
+    return bool(strategy_class(name).uses_memory)
 
 
 def uses_ground_truth(name: str, options: dict[str, Any]) -> bool:
-    """Optional hook `uses_ground_truth(options)`: whether this strategy, so configured, learns from labels
-    (reward, success, evaluator report, gold solution). The harness withholds them otherwise."""
-    hook = getattr(_factory(name), "uses_ground_truth", None)
-    return bool(hook(dict(options))) if hook is not None else False
+    """Whether this strategy, so configured, learns from labels (reward, success, evaluator report, gold
+    solution). The harness withholds them otherwise."""
+    return bool(strategy_class(name).uses_ground_truth(dict(options)))
 
 
 def create(name: str, ctx: StrategyContext) -> Strategy:
-    factory = _factory(name)
+    factory = strategy_class(name)
     declared = known_options(name)
     if declared is not None:  # another strategy's options (one sweep, one options node) never reach this one;
         foreign = {o for other in available() if other != name for o in (known_options(other) or ())}
         ctx = replace(ctx, options={k: v for k, v in ctx.options.items()  # a typo still does: its check fails
                                     if k in declared or k not in foreign})
-    built = factory.create(ctx) if hasattr(factory, "create") else factory(ctx)
+    built = factory.create(ctx)
     if not isinstance(built, Strategy):
-        raise TypeError(f"strategy {name!r} does not implement the Strategy protocol (build/deliver/update)")
+        raise TypeError(f"strategy {name!r} does not implement the Strategy protocol (harness calls build, "
+                        "deliver, update, learn, for_trial, record_facts, applied_episodes): inherit "
+                        "strategies.StrategyBase")
     return built

@@ -6,8 +6,8 @@ so the planted effect is known exactly. Pure Python; no tau2, no runner. Only th
 LiteLLM, lazily. It sits in strategies (the bottom layer, beside the memory formats it reads) so analysis
 imports it without importing the harness.
 
-    p = base + lift x (relevant guidelines delivered) - rot x max(0, memory tokens - threshold) / 1000,
-        clipped to [0, 1]
+    p = base + lift x (relevant guidelines delivered) - harm x (harmful guidelines delivered)
+        - rot x max(0, memory tokens - threshold) / 1000,  clipped to [0, 1]
 
 * A guideline is *delivered* when a memory bullet line of a system or user message carries its exact text
   (memory may sit after the policy, in the first user message or at the end of the conversation; tool results
@@ -16,6 +16,9 @@ imports it without importing the harness.
   its tokens still count).
 * *Relevant* guidelines per task are planted in the artifact's `_meta.simulated.helps` ({guideline id: task ids}),
   written by harness/memory/simulated.py; relevance is keyed by text, so ACE's renamed ids still count.
+* *Harmful* guidelines per task are planted in `_meta.simulated.harms` ({guideline id: task ids}; absent = none),
+  written by the corruption operator (harness/memory/corrupt.py) for the lessons it corrupts. Without harms the
+  world is exactly the one above (the harm term is 0 and nothing the agent writes changes).
 * *Memory tokens* = the gpt-4o token count of every memory bullet line in the system and user messages.
 * One reading per episode: the simulated agent applies this to the prompt of the episode's FIRST agent step and
   keeps that p and draw for the whole episode (harness/scripted/simulated.py).
@@ -32,7 +35,7 @@ import json
 import re
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -46,24 +49,29 @@ _ACE_BODY = re.compile(r"^helpful=-?\d+\s+harmful=-?\d+\s+::\s+(.*)$")
 
 @dataclass(frozen=True)
 class Profile:
-    """The planted model: how much a relevant guideline helps and how fast a long memory block hurts."""
+    """The planted model: how much a relevant guideline helps, how much a harmful one misleads and how fast a
+    long memory block hurts."""
 
     name: str
     base: float
     lift: float  # per relevant guideline delivered
     rot: float  # success lost per 1,000 memory tokens beyond the threshold
     threshold: int  # memory tokens the model absorbs for free
+    harm: float = 0.0  # per harmful guideline delivered (planted in _meta.simulated.harms)
 
-    def p(self, relevant: int, memory_tokens: int) -> float:
-        raw = self.base + self.lift * relevant - self.rot * max(0, memory_tokens - self.threshold) / 1000
+    def p(self, relevant: int, memory_tokens: int, harmful: int = 0) -> float:
+        raw = (self.base + self.lift * relevant - self.harm * harmful
+               - self.rot * max(0, memory_tokens - self.threshold) / 1000)
         return min(1.0, max(0.0, raw))
 
 
 # IBM's qualitative finding: memory helps a strong model (full > none) and hurts a small one (full < none),
-# with core + retrieval in between. Figures chosen so 40 tasks x 4 trials resolve the differences.
+# with core + retrieval in between. Figures chosen so 40 tasks x 4 trials resolve the differences. A wrong lesson
+# misleads more than a right one helps (harm > lift), the small model more than the strong one (it cannot tell
+# what does not apply); harm only acts where an artifact plants harms (docs/robustness.md).
 PROFILES = {
-    "strong": Profile("strong", base=0.55, lift=0.06, rot=0.01, threshold=2000),
-    "small": Profile("small", base=0.50, lift=0.02, rot=0.12, threshold=600),
+    "strong": Profile("strong", base=0.55, lift=0.06, rot=0.01, threshold=2000, harm=0.12),
+    "small": Profile("small", base=0.50, lift=0.02, rot=0.12, threshold=600, harm=0.15),
 }
 
 
@@ -84,6 +92,7 @@ class World:
     path: str
     texts: dict[str, str]  # guideline id -> text
     helps: dict[str, frozenset[str]]  # guideline id -> task ids it helps
+    harms: dict[str, frozenset[str]] = field(default_factory=dict)  # guideline id -> task ids it misleads
 
     @property
     def by_text(self) -> dict[str, str]:
@@ -92,9 +101,17 @@ class World:
     def relevant_ids(self, task_id: str, delivered_ids: Iterable[str]) -> list[str]:
         return sorted(g for g in set(delivered_ids) if str(task_id) in self.helps.get(g, ()))
 
+    def harmful_ids(self, task_id: str, delivered_ids: Iterable[str]) -> list[str]:
+        return sorted(g for g in set(delivered_ids) if str(task_id) in self.harms.get(g, ()))
+
 
 _worlds: dict[tuple[str, float], World] = {}
 _lock = threading.Lock()
+
+
+@lru_cache(maxsize=64)
+def _resolved(path: str) -> str:
+    return str(Path(path).resolve())
 
 
 def load_world(path: str | Path) -> World:
@@ -102,7 +119,7 @@ def load_world(path: str | Path) -> World:
     path = Path(path)
     if not path.is_file():
         raise WorldError(f"simulated world: no memory artifact at {path} (run `make simulated-memory` first)")
-    key = (str(path.resolve()), path.stat().st_mtime)
+    key = (_resolved(str(path)), path.stat().st_mtime)  # read at every model call: resolved once per path
     with _lock:
         if key in _worlds:
             return _worlds[key]
@@ -123,10 +140,12 @@ def load_world(path: str | Path) -> World:
         raise WorldError(f"{path}: not a simulated-world artifact (no _meta.simulated.helps); "
                          "write one with `make simulated-memory`")
     helps = {str(g): frozenset(str(t) for t in tasks) for g, tasks in sim["helps"].items()}
-    unknown = set(helps) - set(texts)
-    if unknown:
-        raise WorldError(f"{path}: _meta.simulated.helps names unknown guideline ids {sorted(unknown)[:5]}")
-    world = World(str(path), texts, helps)
+    harms = {str(g): frozenset(str(t) for t in tasks) for g, tasks in (sim.get("harms") or {}).items()}
+    for name, planted in (("helps", helps), ("harms", harms)):
+        unknown = set(planted) - set(texts)
+        if unknown:
+            raise WorldError(f"{path}: _meta.simulated.{name} names unknown guideline ids {sorted(unknown)[:5]}")
+    world = World(str(path), texts, helps, harms)
     with _lock:
         _worlds[key] = world
     return world
@@ -161,7 +180,8 @@ class Reading:
     memory_tokens: int
 
     def p(self, prof: Profile, world: World, task_id: str) -> float:
-        return prof.p(len(world.relevant_ids(task_id, self.delivered)), self.memory_tokens)
+        return prof.p(len(world.relevant_ids(task_id, self.delivered)), self.memory_tokens,
+                      len(world.harmful_ids(task_id, self.delivered)))
 
     @property
     def key(self) -> str:
@@ -205,6 +225,11 @@ def succeeds(p: float, task_id: str, seed: Any, reading: str = "") -> bool:
 def rendered_lines(text: str) -> list[str]:
     """The bullet lines of a rendered memory block (whatever the strategy's format)."""
     return [line for line in text.splitlines() if _BULLET.match(line)]
+
+
+def block_tokens(text: str) -> int:
+    """A memory block's tokens as the simulated agent counts them (Reading.memory_tokens of the whole block)."""
+    return sum(count_tokens(line) for line in rendered_lines(text))
 
 
 def expected_p(prof: Profile, world: World, task_id: str, block: str) -> float:

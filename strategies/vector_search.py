@@ -20,6 +20,30 @@ import numpy as np
 
 T = TypeVar("T")
 
+# Cosine similarities are ranked and compared with thresholds after rounding to this many decimals, ties broken
+# by a fixed order (the guideline's id): the same texts embedded on another machine (other BLAS kernels, thread
+# counts, batch shapes) differ in the 7th decimal or beyond (docs/simulated-world.md), which must not reorder a
+# retrieval. Six decimals is far finer than any difference that separates two guidelines' relevance.
+SIMILARITY_DECIMALS = 6
+
+
+def stable_similarity(sims: np.ndarray) -> np.ndarray:
+    """Similarities rounded to SIMILARITY_DECIMALS (float64), the values every ranking and threshold uses."""
+    return np.round(np.asarray(sims, dtype=np.float64), SIMILARITY_DECIMALS)
+
+
+def rank_rows(sims: np.ndarray, tie_rank: np.ndarray) -> np.ndarray:
+    """Positions of `sims` by decreasing rounded similarity; equal ones by increasing `tie_rank`."""
+    return np.lexsort((np.asarray(tie_rank), -stable_similarity(sims)))
+
+
+def id_rank(ids: Sequence[str]) -> np.ndarray:
+    """Each row's place when the rows are sorted by id (equal ids: by row): the tie-break order."""
+    order = sorted(range(len(ids)), key=lambda i: (str(ids[i]), i))
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[order] = np.arange(len(ids))
+    return rank
+
 
 class IvfIndex:
     """Inner-product (= cosine on unit rows) IVF index over `vectors`; search returns row numbers, best first.
@@ -35,7 +59,9 @@ class IvfIndex:
     restored after the search, so the build (k-means, adding) keeps all cores.
     """
 
-    def __init__(self, vectors: np.ndarray, nprobe: int = 16, seed: int = 0, search_threads: int | None = 1):
+    def __init__(self, vectors: np.ndarray, nprobe: int = 16, seed: int = 0, search_threads: int | None = 1,
+                 tie_rank: np.ndarray | None = None):
+        """`tie_rank`: the order equal (rounded) similarities are returned in; default: by row number."""
         import faiss
 
         self._vectors = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -54,10 +80,11 @@ class IvfIndex:
         self._index = index
         self.size, self.nlist, self.nprobe = n, nlist, index.nprobe
         self.search_threads = search_threads
+        self._tie_rank = np.arange(n) if tie_rank is None else np.asarray(tie_rank)
 
     def search(self, query: np.ndarray, k: int) -> np.ndarray:
-        """Up to k row numbers by decreasing exact similarity, ties by row number (as the exact scan breaks
-        them); fewer when the probed lists hold fewer."""
+        """Up to k row numbers by decreasing exact similarity (rounded: stable_similarity), ties by `tie_rank`
+        (as the exact scan breaks them); fewer when the probed lists hold fewer."""
         import faiss
 
         query = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
@@ -71,7 +98,7 @@ class IvfIndex:
             if before is not None:
                 faiss.omp_set_num_threads(before)
         ids = ids[0][ids[0] >= 0]
-        return ids[np.lexsort((ids, -(self._vectors[ids] @ query)))]
+        return ids[rank_rows(self._vectors[ids] @ query, self._tie_rank[ids])]
 
 
 def faster_option(options: Sequence[T], run_once: Callable[[T], float], repeats: int = 5) -> T:

@@ -1,8 +1,10 @@
 """The commands the docs tell a user to type, extracted from README.md, docs/*.md and strategies/README.md.
 
-Code blocks (fenced or indented) and inline `code` spans; a line ending in a backslash continues; `a && b` is two
-commands; `# ...` is a comment. A command is a `make` line or a `python -m harness.run` line. The Makefile is read
-for its targets and the variables it uses, and `make -n` prints the exact harness.run line a make command runs.
+Code blocks (fenced or indented) and inline `code` spans (one may run over a line break, as Markdown allows); a
+line ending in a backslash continues; `a && b` is two commands; `# ...` is a comment. A command is a `make` line or
+a `python -m harness.run` line; `python_commands()` lists every line that starts a Python interpreter (`python -m
+...`, `python some/script.py`). The Makefile is read for its targets and the variables it uses, and `make -n`
+prints the exact harness.run line a make command runs.
 """
 
 from __future__ import annotations
@@ -13,10 +15,14 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from conftest import HUNG_S
+
 REPO = Path(__file__).resolve().parent.parent
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "strategies" / "README.md"]
 _FENCE = re.compile(r"^```.*?$(.*?)^```", re.DOTALL | re.MULTILINE)
-_INLINE = re.compile(r"`([^`\n]+)`")
+_INLINE = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)  # a span closes on as many backticks
+_INTERPRETER = re.compile(r"^(?:\S*/)?python(?:3(?:\.\d+)?)?$")
+_ENV_ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 _TARGET = re.compile(r"^([A-Za-z0-9_.\-]+(?:\s+[A-Za-z0-9_.\-]+)*)\s*:(?!=)", re.MULTILINE)
 _VAR_USE = re.compile(r"\$[({]([A-Za-z_][A-Za-z0-9_]*)")
 _HARNESS_RUN = re.compile(r"(?:^|\s)(?:\S*python3?)\s+-m\s+harness\.run\b")
@@ -46,14 +52,21 @@ def _code_lines(text: str) -> list[tuple[int, str]]:
             fenced.add(first + i)
         fenced.add(first - 1)
         fenced.add(first + m.group(1).count("\n"))
-    lines = text.split("\n")
-    for n, line in enumerate(lines, 1):
+    prose: list[str] = []
+    for n, line in enumerate(text.split("\n"), 1):
         if n in fenced:
-            continue
-        if line.startswith("    ") and line.strip():
+            line = ""
+        elif line.startswith("    ") and line.strip():
             out.append((n, line))
-        else:
-            out += [(n, span) for span in _INLINE.findall(line)]
+            line = ""
+        prose.append(line)
+    joined = "\n".join(prose)
+    for paragraph in re.finditer(r"(?:^.*\S.*$\n?)+", joined, re.MULTILINE):
+        first = joined.count("\n", 0, paragraph.start()) + 1
+        for m in _INLINE.finditer(paragraph.group(0)):
+            if len(m.group(1)) == 1:  # ``` in prose names a fence, it is no command
+                n = first + paragraph.group(0).count("\n", 0, m.start())
+                out.append((n, " ".join(m.group(2).split())))
     return out
 
 
@@ -71,7 +84,8 @@ def _joined(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
     return out
 
 
-def commands() -> list[DocCommand]:
+def _parts() -> list[tuple[str, list[str]]]:
+    """(file:line, words) of every command the docs show: `a && b` is two."""
     found = []
     for path in DOCS:
         for n, line in _joined(_code_lines(path.read_text(encoding="utf-8"))):
@@ -86,13 +100,32 @@ def commands() -> list[DocCommand]:
                     parts.append([])
                 else:
                     parts[-1].append(w)
-            for part in parts:
-                part = [w.strip("[]") for w in part if w]  # `[MODEL=...]`: an optional argument
-                if part and part[0] == "make" and len(part) > 1:
-                    found.append(DocCommand(f"{path.relative_to(REPO)}:{n}", tuple(part)))
-                elif _HARNESS_RUN.search(" ".join(part)):
-                    at = part.index("harness.run")
-                    found.append(DocCommand(f"{path.relative_to(REPO)}:{n}", ("harness.run", *part[at + 1:])))
+            found += [(f"{path.relative_to(REPO)}:{n}", part) for part in parts]
+    return found
+
+
+def commands() -> list[DocCommand]:
+    found = []
+    for where, part in _parts():
+        part = [w.strip("[]") for w in part if w]  # `[MODEL=...]`: an optional argument
+        if part and part[0] == "make" and len(part) > 1:
+            found.append(DocCommand(where, tuple(part)))
+        elif _HARNESS_RUN.search(" ".join(part)):
+            at = part.index("harness.run")
+            found.append(DocCommand(where, ("harness.run", *part[at + 1:])))
+    return found
+
+
+def python_commands() -> list[DocCommand]:
+    """Every command that starts a Python interpreter (after `VAR=value` assignments): `python -m module ...` or
+    `python path/to/script.py ...`; argv from the interpreter on. A word inside `$(...)` counts too."""
+    found = []
+    for where, part in _parts():
+        part = [w.lstrip("$(").rstrip(")") for w in part]
+        while part and _ENV_ASSIGNMENT.match(part[0]):
+            part = part[1:]
+        if len(part) > 1 and _INTERPRETER.match(part[0]) and (part[1] == "-m" or part[1].endswith(".py")):
+            found.append(DocCommand(where, tuple(part)))
     return found
 
 
@@ -122,7 +155,7 @@ def harness_run_argv(cmd: DocCommand, cwd: Path) -> list[str]:
     """The harness.run arguments `make -n` shows for a make command (nothing is run; `setup` is not remade)."""
     args = [a for a in cmd.argv[1:] if a not in ELIDED]
     proc = subprocess.run(["make", "-n", "--no-print-directory", "-o", "setup", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=60, check=False)
+                          capture_output=True, text=True, timeout=HUNG_S, check=False)
     assert proc.returncode == 0, f"{cmd}: make -n failed: {proc.stderr.strip()}"
     for line in proc.stdout.splitlines():
         if _HARNESS_RUN.search(line):

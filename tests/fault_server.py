@@ -67,8 +67,9 @@ _TICKET = re.compile(r"\(ticket ([^)]+)\)")
 
 class FaultServer:
     def __init__(self, scripts: dict[str, dict[str, Any]], scenarios: dict[str, str], schedule: list[str] = (),
-                 retry_after: float = 1.0, stall_s: float = 5.0):
-        """scripts: task id -> oracle script; scenarios: task id -> the user scenario text (in the user's prompt)."""
+                 retry_after: float = 1.0, stall_s: float = 5.0, port: int = 0):
+        """scripts: task id -> oracle script; scenarios: task id -> the user scenario text (in the user's prompt);
+        port: 0 = any free one."""
         self.scripts, self.scenarios = scripts, scenarios
         self.schedule = list(schedule)
         self.retry_after, self.stall_s = retry_after, stall_s
@@ -86,7 +87,7 @@ class FaultServer:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
                 server._handle(self, body)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="fault-server", daemon=True)
 

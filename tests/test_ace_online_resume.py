@@ -6,15 +6,16 @@ import json
 import subprocess
 import sys
 
-from conftest import REPO, read_records
+from conftest import HUNG_S, REPO, read_records
 from strategies.ace import load_playbook
 
 JOB = REPO / "tests" / "ace_online_job.py"
 
 
-def run(runs_dir, crash_at: int, trials: int = 1) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(JOB), str(runs_dir), "ace", str(crash_at), str(trials)], cwd=REPO / "tests",
-                          capture_output=True, text=True, timeout=300, env={**__import__("os").environ,
+def run(runs_dir, crash_at: int, trials: int = 1, concurrency: int = 1) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(JOB), str(runs_dir), "ace", str(crash_at), str(trials), str(concurrency)],
+                          cwd=REPO / "tests",
+                          capture_output=True, text=True, timeout=HUNG_S, env={**__import__("os").environ,
                                                                                "PYTHONPATH": str(REPO)})
 
 

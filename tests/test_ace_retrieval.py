@@ -1,5 +1,5 @@
-"""`ace_retrieval`: top-k playbook bullets, ACE's format, the no-leakage query rule, the LLM ranker's calls on the
-record, option checks before anything is written, and a meaningful choice in the simulated world."""
+"""`ace_retrieval`: top-k playbook bullets, ACE's format, the no-leakage query rule, the LLM ranker's one reported
+call, option checks before anything is written, and a meaningful choice in the simulated world."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from strategies import simulated_world as world
 from strategies.ace.llm import JsonLLM
 from strategies.ace.playbook import Playbook
 from strategies.ace.retrieval import AceRetrieval
-from strategies.base import StepView, TaskView, Trajectory
+from strategies.base import ModelCall, StepView, TaskView, Trajectory, calls_to
 from strategies.memory_file import read_playbook_or_guidelines
 
 LINE = r"^\[[a-z]+-\d{5}\] helpful=\d+ harmful=\d+ :: .+$"
@@ -81,23 +81,24 @@ def fake_completion(answers: list[str]):
     return completion
 
 
-def test_llm_ranker_picks_known_ids_and_its_calls_land_on_one_record_each():
+def test_llm_ranker_picks_known_ids_and_reports_its_one_call():
     pb = playbook()
     ids = [b.id for b in pb.bullets]
     completion = fake_completion([json.dumps({"bullet_ids": [ids[2], "err-99999", ids[0], ids[1]]})])
     ranker = JsonLLM(model="memdeliv-test/unpriced", completion=completion)
     strategy = AceRetrieval(pb, {"top_k": 2, "ranker": "llm"}, ranker=ranker)
     task = TaskView("tau2_airline", "3", "")
-    got = strategy.deliver(task, user_says("baggage question"))
+    reported: list[ModelCall] = []
+    with calls_to(reported.append):  # what the harness binds to the episode's ledger (tests/test_strategy_calls.py)
+        got = strategy.deliver(task, user_says("baggage question"))
+        strategy.deliver(task, user_says("baggage question"))  # the same task and query: no second call
     assert got.ids == [ids[0], ids[2]]  # the first two known ids the model named, shown in playbook order
     assert "baggage question" in completion.calls[0][1]["content"] and pb.bullets[3].line in completion.calls[0][1]["content"]
-    strategy.deliver(task, user_says("baggage question"))  # the same task and query: no second call
     assert len(completion.calls) == 1
-    first = strategy.record_facts(Trajectory(task, (), 1.0, True, episode="3#0"))
-    again = strategy.record_facts(Trajectory(task, (), 1.0, True, episode="3#1"))
-    assert first["strategy_calls"] == 1 and first["strategy_prompt_tokens"] == 100
-    assert first["strategy_completion_tokens"] == 7 and first["strategy_cost_usd"] is None  # no price: unknown
-    assert again["strategy_calls"] == 0 and again["strategy_prompt_tokens"] == 0  # counted once per task
+    assert reported == [ModelCall(role="ace_ranker", model="memdeliv-test/unpriced", prompt_tokens=100,
+                                  completion_tokens=7, cost_usd=None)]  # no price: unknown, never 0
+    facts = strategy.record_facts(Trajectory(task, (), 1.0, True, episode="3#0"))
+    assert not any(key.startswith("strategy_") for key in facts)  # the calls are the ledger's, not a fact
 
 
 def test_registered_with_options_checked():

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import HUNG_S
 import yaml
 
 from analysis import fmt, ibm
@@ -121,7 +122,7 @@ def test_notebook_executes(tmp_path, monkeypatch):
     nb = nbformat.read(ROOT / "analysis" / "notebooks" / "compare.ipynb", as_version=4)
     fixtures = [FIXTURES / "oracle_retail", FIXTURES / "constructed_mixed"]  # not the checkout's runs/
     monkeypatch.setenv("MEMDELIV_RUNS", os.pathsep.join(map(str, fixtures)))
-    NotebookClient(nb, timeout=180, kernel_name="python3",
+    NotebookClient(nb, timeout=HUNG_S, startup_timeout=HUNG_S, kernel_name="python3",
                    resources={"metadata": {"path": str(ROOT / "analysis" / "notebooks")}}).execute()
     text = "\n".join(str(o.get("data", {}).get("text/plain", "")) + str(o.get("text", ""))
                      for c in nb.cells if c.cell_type == "code" for o in c.outputs)

@@ -77,7 +77,7 @@ def test_delta_vs_none_is_paired_on_the_pairs_both_strategies_have(tmp_path, cap
     run = write_run(tmp_path / "run", rows)
     assert table_main([str(run)]) == 0
     full = next(line for line in capsys.readouterr().out.splitlines() if line.split()[1:2] == ["full"])
-    assert "+50.0 pts" in full and "on 2 pairs" not in full  # full's own 2 records are all paired
+    assert "+50.0 pts on 2 pairs" in full  # none's row holds 4 records: Δ rests on the 2 pairs both have
     rows.append(rec("full", 4, 0, True))  # a task none never ran: left out of Δ, and the table says so
     assert table_main([str(write_run(tmp_path / "more", rows))]) == 0
     full = next(line for line in capsys.readouterr().out.splitlines() if line.split()[1:2] == ["full"])
@@ -124,8 +124,8 @@ def test_pool_runs_counts_them_as_distinct_trials_and_says_seeds_repeat(tmp_path
     assert any("the runs' trial seeds differ" in w for w in warned) and not any("repeat" in w for w in warned)
     assert power_main([str(a), str(b), "--pool-runs"]) == 0
     power_out = capsys.readouterr().out
-    none = next(line.split() for line in power_out.splitlines() if line.split()[1:2] == ["none"])
-    assert none[3] == "4"  # model, strategy, tasks, trials: power and tables agree on the pooled trials
+    none = next(line.split() for line in power_out.splitlines() if line.split()[:1] == ["none"])
+    assert none[1].endswith("×4")  # strategy, tasks×k: power and tables agree on the pooled trials
 
 
 def test_runs_with_different_episodes_combine_without_pooling(tmp_path):
@@ -157,16 +157,20 @@ def test_make_passes_the_view_and_pool_options():
 
 def test_end_of_job_line_warns_when_infra_rates_differ(tmp_path, capsys):
     from harness.run import report_job
+    from harness.runner.infra_balance import infra_warning
+    from harness.store import RunStore
 
     run = write_run(tmp_path / "run", two_trials("run", infra_in_full=2))
-    summary = {"job": "tau2_retail/test/m/full", "ran": 8, "skipped": 0, "errors": {"infra": 2},
-               "run_dir": str(run)}
+    job = "tau2_retail/test/m/full"
+    summary = {"job": job, "ran": 8, "skipped": 0, "errors": {"infra": 2}, "run_dir": str(run),
+               "infra_warning": infra_warning(RunStore(run).read(), job)}  # what the job loop's summary carries
     report_job(summary)
     out, err = capsys.readouterr()
     assert "infra 2 (every error counts as a failure, infra too: tau2-bench leaderboard convention" in out
-    assert "infra errors differ between strategies so far (none 0/8, full 2/8)" in err
+    assert ("memdeliv: warning: tau2_retail/test/m: infra errors differ between strategies so far (none 0/8, "
+            "full 2/8)") in err
     write_run(run, two_trials("run"))  # no infra anywhere: no warning
-    report_job({**summary, "errors": {}})
+    report_job({**summary, "errors": {}, "infra_warning": infra_warning(RunStore(run).read(), job)})
     assert "differ" not in capsys.readouterr().err
 
 

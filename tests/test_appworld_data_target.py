@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 
-from conftest import REPO
+from conftest import HUNG_S, REPO
 
 OFFLINE = """#!/bin/sh
 i=0; while [ $i -lt 500 ]; do echo "| traceback frame $i |"; i=$((i+1)); done
@@ -26,7 +26,7 @@ def make_appworld_data(tmp_path, cli_text: str) -> subprocess.CompletedProcess:
     work.mkdir()
     # -C: the .cache it writes is the temporary folder's; -o setup: the venvs are not rebuilt
     return subprocess.run(["make", "-s", "-C", str(work), "-f", str(REPO / "Makefile"), "-o", "setup",
-                           "appworld-data", f"APPWORLD_CLI={cli}"], capture_output=True, text=True, timeout=60)
+                           "appworld-data", f"APPWORLD_CLI={cli}"], capture_output=True, text=True, timeout=HUNG_S)
 
 
 def test_offline_download_is_one_line_with_the_cause_and_the_log(tmp_path):

@@ -22,7 +22,7 @@ from omegaconf import OmegaConf
 
 from analysis import metrics
 from analysis.load import load_records
-from conftest import REPO, compose, read_records, run_cli
+from conftest import HUNG_S, REPO, compose, read_records, run_cli
 from harness.benchmarks.appworld import pool as appworld_pool
 from harness.benchmarks.appworld.adapter import VENV_PYTHON, AppWorldBenchmark
 from harness.serving.model_client import Completion, ModelClient, Usage
@@ -43,7 +43,7 @@ def synthetic() -> dict[str, Path]:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         proc = subprocess.run([str(VENV_PYTHON), str(BUILDER), str(tmp / "root"), str(tmp / "data.bundle")],
-                              capture_output=True, text=True, timeout=600,
+                              capture_output=True, text=True, timeout=HUNG_S,
                               env={**os.environ, "APPWORLD_CACHE": str(REPO / ".cache" / "appworld")})
         assert proc.returncode == 0, proc.stderr[-3000:]
         shutil.rmtree(home, ignore_errors=True)

@@ -54,3 +54,28 @@ def test_dropped_by_budget_is_told_apart_from_never_selected(memory, capsys, tmp
     assert main([str(run)]) == 0
     out = capsys.readouterr().out
     assert "dropped by budget (1): c" in out and "never selected (1): d" in out
+
+
+def test_the_printout_fits_160_columns_and_a_missing_artifact_is_one_line(tmp_path, capsys):
+    from analysis.audit import main
+    from analysis.fmt import WIDTH
+
+    ids = [f"sim-task-{i}-a-long-guideline-identifier" for i in range(60)]
+    path = tmp_path / "mem.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "text": f"rule {i}"}) + "\n" for i in ids))
+    job = "tau2_retail/test/memdeliv-simulated/strong/core_retrieval"
+    rows = [{"job": job, "strategy": "core_retrieval", "task_id": str(t), "trial": 0, "success": t % 2 == 0,
+             "error": None, "delivered": [ids[t:t + 5]], "memory": str(path)} for t in range(20)]
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main([str(run)]) == 0
+    out = capsys.readouterr().out
+    assert max(map(len, out.splitlines())) <= WIDTH, out
+    assert f"never selected (36): {ids[24]}" in out and ids[-1] in out  # every id, wrapped, none cut
+    [first] = [line.split() for line in out.splitlines() if line.split()[:1] == [ids[0]]]
+    assert first == [ids[0], "1", "1", "0", "100.0%", "47.4%"]  # present, succeeded, failed, success if present/absent
+    path.unlink()
+    assert main([str(run)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and f"memory file not found: {path}" in err

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import HUNG_S
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
@@ -46,7 +47,7 @@ def execute_copy(tmp_path: Path, runs: list[Path] | None = None) -> nbformat.Not
     (param,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     if runs is not None:
         param.source = f"RUNS = {[str(r) for r in runs]!r}"
-    NotebookClient(nb, timeout=180, kernel_name="python3",
+    NotebookClient(nb, timeout=HUNG_S, startup_timeout=HUNG_S, kernel_name="python3",
                    resources={"metadata": {"path": str(outside)}}).execute()
     return nb
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import run_cli
+from conftest import REPO, run_cli
+
+# every experiment config on disk, in the order the message lists them: a new one joins the list by itself
+EXPERIMENTS = ", ".join(sorted(p.stem for p in (REPO / "configs" / "experiment").glob("*.yaml")))
 
 
 @pytest.mark.parametrize("override, expected", [
@@ -12,7 +15,7 @@ from conftest import run_cli
     ("model=no_such_model", "model=no_such_model: no such choice; available: litellm, local, oracle, simulated"),
     ("benchmark=tau2_nowhere", "benchmark=tau2_nowhere: no such choice; available: appworld, tau2_airline,"),
     ("strategy=bogus", "strategy=bogus: no such choice; available: ace, ace_online, ace_retrieval, core_only, core_retrieval, full, none"),
-    ("+experiment=nope", "experiment=nope: no such choice; available: assembly,"),
+    ("+experiment=nope", f"experiment=nope: no such choice; available: {EXPERIMENTS}\n"),
     # a wrong type names the key and what it takes (from the schema)
     ("benchmark.limit=abc", "benchmark.limit=abc: expected an integer or null"),
     ("progress=maybe", "progress=maybe: expected true or false"),

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import strategies
 from strategies import Guideline, StepView, TaskView
 from strategies.core_retrieval import CoreRetrieval
 from strategies.embeddings import make_embedder, normalise
+from strategies.vector_search import rank_rows, stable_similarity
 
 # The seed article's household-budget example (translated). Supports 5,4,3,2,1,1; the kana guideline's own
 # source task was about music payments, yet the new task's words lean on "refund".
@@ -104,3 +106,37 @@ def test_registry_builds_it_from_the_artifact_and_rejects_unknown_options(tmp_pa
     assert built.name == "core_retrieval"
     with pytest.raises(ValueError, match="unknown option"):
         CoreRetrieval(options={"topk": 3}, guidelines=(), embedder=TableEmbedder({}))
+
+
+def _tied_memory(order: list[str]) -> tuple[Guideline, ...]:
+    return tuple(Guideline(id=i, text=f"lesson {i}", source_task_text=f"src {i}") for i in order)
+
+
+@pytest.mark.parametrize("order", [["b", "a", "c"], ["c", "a", "b"], ["a", "b", "c"]])
+def test_equal_and_float_noise_similarities_rank_by_guideline_id(order):
+    """b is 3e-7 closer to the query than a (the size of the difference between two machines' embeddings of the
+    same texts): rounded, they tie, and the lower id goes first whatever the artifact's order."""
+    def at(cosine: float, axis: int = 1) -> list[float]:
+        return [cosine] + [np.sqrt(1 - cosine ** 2) if k == axis else 0.0 for k in range(1, 6)]
+
+    table = {"query": at(1.0), "src a": at(0.5), "src b": at(0.5000003), "src c": at(0.25, axis=2),
+             **{f"lesson {i}": [0.0] * (3 + k) + [1.0] + [0.0] * (2 - k) for k, i in enumerate("abc")}}
+    strategy = CoreRetrieval(options={"top_k": 2}, guidelines=_tied_memory(order), embedder=TableEmbedder(table))
+    assert deliver_ids(strategy, "query") == ["a", "b"]
+    sims = np.array([0.5 + 1e-7, 0.5, 0.25])
+    assert stable_similarity(sims)[0] == stable_similarity(sims)[1]
+    assert list(rank_rows(sims, np.array([1, 0, 2]))) == [1, 0, 2]  # the tie goes to the lower tie rank
+
+
+def test_the_index_breaks_ties_by_id_as_the_exact_scan_does():
+    from strategies.core_retrieval import GuidelineIndex, SelectionOptions
+
+    source = np.tile(np.array([[1.0, 0.0]], dtype=np.float32), (60, 1))  # 60 guidelines, one source task
+    text = np.eye(60, dtype=np.float32)
+    pool = [Guideline(id=f"g{i:02d}", text=f"g{i}") for i in np.random.default_rng(3).permutation(60)]
+    index = GuidelineIndex([], pool, np.zeros((0, 60), np.float32), text, source,
+                           SelectionOptions(top_k=5, ann_threshold=10))
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    assert index.ann is not None
+    assert [g.id for g in index.select(query)] == [g.id for g in index.select_exact(query)] == \
+        ["g00", "g01", "g02", "g03", "g04"]

@@ -2,13 +2,16 @@
 
 - every `make` command names a target the Makefile has, and sets only variables the Makefile uses;
 - every `make sweep` command (its exact harness.run line, from `make -n`) and every `python -m harness.run` line
-  passes the harness's own config composition and validation (harness.run.checked_command): nothing is run.
+  passes the harness's own config composition and validation (harness.run.checked_command): nothing is run;
+- every command that starts Python names the project's interpreter (`.venv/bin/python`: a bare `python` has no
+  hydra unless the reader activated .venv, which no page asks), and the module or script it names exists.
 A placeholder the user fills in (`<run>`, `path/to/...`) is replaced by a real file of the same kind; a file an
 earlier documented step writes under runs/ (`make simulated-memory`, `make memory`) by one made here.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from pathlib import Path
@@ -51,6 +54,8 @@ def _filled(argv: list[str], world: str) -> list[str] | None:
     if "model=simulated" in argv and not any(a.startswith("model.world=") for a in argv) \
             and not (REPO / _SIMULATED_WORLD).is_file():  # the config's default world, from `make simulated-memory`
         out.append(f"model.world={world}")
+    if "+experiment=robustness" in argv and not any(a.startswith("analysis.robustness.dir=") for a in argv):
+        out.append(f"analysis.robustness.dir={_corrupted_series(world)}")  # `make corrupt ... OUT=` wrote them
     for arg in argv:
         if arg in ELIDED:
             continue
@@ -58,6 +63,8 @@ def _filled(argv: list[str], world: str) -> list[str] | None:
         name = key.lstrip("+~")
         if sep and value == _SIMULATED_WORLD and not (REPO / value).is_file():
             value = world
+        elif sep and name == "model.world" and value.startswith("runs/memory/") and not (REPO / value).is_file():
+            value = world  # a simulated-world artifact an earlier documented step writes (make corrupt)
         elif sep and name == "memory" and (_PLACEHOLDER.search(value) or (
                 value.startswith("runs/memory/") and not (REPO / value).is_file())):
             value = str(SAMPLE_MEMORY)
@@ -69,6 +76,17 @@ def _filled(argv: list[str], world: str) -> list[str] | None:
             return None
         out.append(f"{key}{sep}{value}")
     return out
+
+
+def _corrupted_series(world: str) -> str:
+    """What `make corrupt ... RATE=0,0.1,0.3,0.5 OUT=<dir>` writes (docs/robustness.md), made from the test's world."""
+    from harness.memory.corrupt import Spec, corrupt, series_path
+
+    out = Path(world).parent / "robustness"
+    for rate in (0, 0.1, 0.3, 0.5):
+        if not series_path(out, "contradict", rate).is_file():
+            corrupt(world, series_path(out, "contradict", rate), Spec("contradict", rate))
+    return str(out)
 
 
 def _appworld_data() -> bool:
@@ -105,3 +123,49 @@ def test_documented_command_passes_config_validation(cmd: DocCommand, artifact, 
                 pytest.skip(f"not set up here ({marker.relative_to(REPO)}); `make setup` installs it")
         pytest.fail(f"{cmd}\n  -> harness.run {' '.join(filled)}\n  exit {exc.code}: {err.strip()[-1500:]}")
     assert not expected_error, f"{cmd}: the docs say it fails ({expected_error}), it passed validation"
+
+
+PYTHON_COMMANDS = doc_commands.python_commands()
+VENV_PYTHON = (".venv/bin/python", ".venv-appworld/bin/python")
+PROJECT_FOLDERS = ("analysis/", "bench/", "harness/", "scripts/", "strategies/", "tests/")
+
+
+def test_the_docs_show_python_commands():  # multi-line inline spans included: a broken parser must not pass all
+    assert len(PYTHON_COMMANDS) > 40
+    assert any(c.argv[1:3] == ("-m", "harness.plan_facts") for c in PYTHON_COMMANDS)  # a span over two lines
+    assert any(c.argv[1].startswith("bench/") for c in PYTHON_COMMANDS)
+
+
+@pytest.mark.parametrize("cmd", PYTHON_COMMANDS, ids=str)
+def test_python_commands_name_the_project_interpreter_and_what_exists(cmd: DocCommand):
+    interpreter, target = cmd.argv[0], cmd.argv[1]
+    assert interpreter in VENV_PYTHON, f"{cmd}: write `.venv/bin/python ...` (a bare {interpreter} lacks hydra)"
+    if target == "-m":
+        assert importlib.util.find_spec(cmd.argv[2]) is not None, f"{cmd}: no module {cmd.argv[2]}"
+    elif target.startswith(PROJECT_FOLDERS):  # `my_sweep.py`: the reader's own script
+        assert (REPO / target).is_file(), f"{cmd}: no file {target}"
+
+
+def _flags_by_program() -> dict[tuple[str, ...], set[str]]:
+    """Per documented program (`-m module` or a script) other than harness.run (validated above): the --flags the
+    docs give it."""
+    found: dict[tuple[str, ...], set[str]] = {}
+    for cmd in PYTHON_COMMANDS:
+        program = ("-m", cmd.argv[2]) if cmd.argv[1] == "-m" else (cmd.argv[1],)
+        if program[-1] != "harness.run" and program[-1].startswith(("bench/", "analysis.", "harness.", "tau2.")):
+            flags = {w.split("=")[0] for w in cmd.argv if w.startswith("--") and w != "--"}
+            found.setdefault(program, set()).update(flags)
+    return {program: flags for program, flags in found.items() if flags}  # a bare one: find_spec / is_file above
+
+
+@pytest.mark.parametrize("program, flags", sorted(_flags_by_program().items()), ids=lambda v: " ".join(v)
+                         if isinstance(v, tuple) else "")
+def test_documented_programs_start_and_know_their_documented_flags(program, flags):
+    import subprocess
+    import sys
+
+    shown = subprocess.run([sys.executable, *program, "--help"], cwd=REPO, capture_output=True, text=True,
+                           timeout=300)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    missing = sorted(f for f in flags if f not in shown.stdout)
+    assert not missing, f"{' '.join(program)}: the docs use {missing}, its --help has no such flag"

@@ -35,7 +35,7 @@ CELLS = ["none", *[f"dose/core_retrieval_k{k}" for k in (0, 3, 10, 30)],
 def test_dose_cells_are_distinct_jobs_with_their_option_in_the_key():
     from harness.config import register_schemas
     from harness.run import expand_sweeps, with_config_sweeps
-    from harness.runner.episode import job_key
+    from harness.runner.job import job_key
 
     register_schemas()
     jobs = expand_sweeps(with_config_sweeps(["+experiment=dose", "model=oracle"]))
@@ -166,6 +166,7 @@ def test_no_dose_cells_no_dose_plot(tmp_path):
 
 def test_end_of_job_infra_warning_keeps_dose_cells_apart(tmp_path):
     from harness.runner.infra_balance import infra_warning
+    from harness.store import RunStore
 
     run = tmp_path / "run"
     run.mkdir()
@@ -174,5 +175,5 @@ def test_end_of_job_infra_warning_keeps_dose_cells_apart(tmp_path):
              "task_id": str(t), "trial": 0, "success": False, "error": "infra" if k == 3 and t < 2 else None}
             for k in (0, 3) for t in range(4)]
     (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    warning = infra_warning(run, "tau2_retail/test/m/core_retrieval(top_k=3)")
-    assert warning and "core_retrieval(top_k=0) 0/4, core_retrieval(top_k=3) 2/4" in warning
+    warning = infra_warning(RunStore(run).read(), "tau2_retail/test/m/core_retrieval(top_k=3)")
+    assert warning and "core_retrieval (top_k=0) 0/4, core_retrieval (top_k=3) 2/4" in warning  # as tables name them

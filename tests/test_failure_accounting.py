@@ -18,7 +18,8 @@ from analysis.table import main as table_main
 from analysis.displays import errors_cell, scenario_warnings
 from harness.errors import FailureTally, StrategyError, call_strategy, classify
 from harness.serving.model_client import ContextOverflow, InfraError, RequestRejected
-from harness.runner.job import identity, run_job
+from harness.runner import run_job
+from harness.runner.job import identity
 from strategies import EMPTY, StrategyBase
 
 
@@ -94,7 +95,8 @@ def test_strategy_whose_deliver_raises_fails_loudly_and_is_counted(runs_dir, cap
 def test_online_update_that_raises_marks_its_episode_strategy(runs_dir):
     summary, records = run_strategy("boom_update", runs_dir)
     assert {r["error"] for r in records} == {"strategy"} and not any(r["success"] for r in records)
-    assert "raised in update()" in records[0]["error_detail"]
+    # the runner calls learn(), whose StrategyBase default is the strategy's own update(): the trace names it
+    assert "raised in learn()" in records[0]["error_detail"] and "in update" in records[0]["error_detail"]
 
 
 def test_failure_tally_keeps_counts_and_first_details():
@@ -197,7 +199,7 @@ def test_sgc_uses_complete_scenarios_only_when_a_limit_cut_one():
 
 
 def test_runner_warns_when_a_limit_cuts_a_scenario(tmp_path, capsys):
-    from harness.runner.job import warn_cut_scenarios
+    from harness.runner.loop import warn_cut_scenarios
     from harness.store import RunStore
 
     store = RunStore(tmp_path / "run")

@@ -13,19 +13,18 @@ PACKAGES = ("harness", "strategies", "analysis", "bench")
 
 MAX_LINES = 350  # a non-test .py file longer than this is split by concern
 
-# The layers, lowest first: a module may import its own layer or a lower one, never a higher one (an upward
-# arrow). A module belongs to the layer of its longest matching prefix; a module in no layer fails the test, so
-# a new module is placed on purpose. analysis is outside the stack: it reads run files (see SHARED_DEFINITIONS).
+# The layers, lowest first (docs/architecture.md): a module may import its own layer or a lower one, never a
+# higher one (an upward arrow). The table names folders and harness's top-level modules, never a module inside a
+# folder, so every folder is one layer (test_every_folder_is_one_layer). A module belongs to the layer of its
+# longest matching prefix; a module in no layer fails the test, so a new module is placed on purpose. analysis is
+# outside the stack: it reads run files (see SHARED_DEFINITIONS).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation", ("strategies", "harness", "harness.secrets", "harness.config_errors", "harness.record_fields",
-                    "harness.serving", "harness.serving.provider_errors", "harness.serving.prompted_tools",
-                    "harness.scripted")),
-    ("model calls", ("harness.serving.model_client", "harness.serving.local_server", "harness.scripted.oracle",
-                     "harness.scripted.simulated", "harness.scripted.reflector", "harness.scripted.ace_roles")),
-    ("core", ("harness.config", "harness.errors", "harness.ledger", "harness.records", "harness.assembly",
-              "harness.store", "harness.serving.models", "harness.serving.credentials",
-              "harness.memory.provenance")),
-    ("benchmarks", ("harness.benchmarks", "harness.scripted.tau2_script", "harness.scripted.appworld_script")),
+    ("foundation", ("strategies", "harness", "harness.secrets", "harness.config_errors", "harness.row",
+                    "harness.infra_rates")),
+    ("model calls", ("harness.serving",)),
+    ("core", ("harness.config", "harness.errors", "harness.ledger", "harness.records", "harness.provenance",
+              "harness.assembly", "harness.store")),
+    ("benchmarks", ("harness.benchmarks", "harness.scripted")),
     ("runner", ("harness.runner",)),
     ("entry points", ("harness.run", "harness.selfcheck", "harness.memory", "harness.import_tau2",
                       "harness.plan_facts", "bench")),
@@ -173,7 +172,7 @@ def test_the_layer_check_finds_an_upward_arrow():
     graph = {"harness.config": {"harness.runner.job"}, "harness.runner.job": {"harness.config"}}
     assert layer_of("harness.runner.job", layers) == 1 and layer_of("analysis.load", layers) is None
     assert upward_arrows(graph, layers) == ["harness.config -> harness.runner.job (low -> high)"]
-    assert layer_of("harness.memory.provenance") < layer_of("harness.memory.build")  # longest prefix wins
+    assert layer_of("harness.serving.models") < layer_of("harness.config")  # longest prefix wins
 
 
 def test_no_import_circles():
@@ -184,6 +183,28 @@ def test_every_module_has_a_layer_and_no_arrow_points_up():
     graph = import_graph()
     assert [m for m in graph if not m.startswith("analysis") and layer_of(m) is None] == []
     assert upward_arrows(graph) == []
+
+
+def test_every_folder_is_one_layer():
+    """The layer table places folders and harness's loose top-level modules, never a module inside a folder: so
+    each folder (harness/serving/, harness/scripted/, harness/runner/, ...) is exactly one layer, and where a file
+    lives says what it may import."""
+    for _, prefixes in LAYERS:
+        for prefix in prefixes:
+            path = REPO / prefix.replace(".", "/")
+            loose = prefix.count(".") == 1 and path.with_suffix(".py").is_file()  # e.g. harness/config.py
+            assert path.is_dir() or loose, f"{prefix}: not a folder nor a top-level module of its package"
+    graph = import_graph()
+    for module in graph:
+        folder = module.rsplit(".", 1)[0] if module.count(".") >= 2 or not module.startswith("harness.") else None
+        if folder and folder in graph and not folder.startswith("analysis"):
+            assert layer_of(module) == layer_of(folder), f"{module} is not in its folder's layer"
+
+
+def test_serving_code_imports_no_scripted_model():
+    """Scripted models are providers declared by entry point (harness/serving/providers.py): production
+    serving code never names them."""
+    assert arrows(import_graph(), "harness.serving", "harness.scripted") == []
 
 
 def test_analysis_and_bench_import_no_scripted_model_internals():
@@ -199,7 +220,7 @@ def test_no_source_file_is_over_max_lines():
 
 # Plain definitions analysis shares with the harness (issue 18: one definition of the assembly settings). Each
 # imports no harness module, nor do the packages around it, so analysis still never loads runner code.
-SHARED_DEFINITIONS = {"harness.assembly.options", "harness.record_fields"}
+SHARED_DEFINITIONS = {"harness.assembly.options", "harness.row", "harness.infra_rates"}
 
 
 def test_analysis_imports_no_harness_code_but_shared_definitions():

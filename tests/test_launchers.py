@@ -36,7 +36,8 @@ def test_ray_launcher_runs_jobs_as_ray_tasks_and_leaves_nothing(runs_dir):
     pytest.importorskip("hydra_plugins.hydra_ray_launcher")
     temp = tempfile.mkdtemp(prefix="mdray")  # short: Ray's socket paths live under it
     try:
-        proc = _sweep(runs_dir, "hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=2",
+        # one CPU: the two jobs run one after the other in a single Ray worker (a small cluster under any load)
+        proc = _sweep(runs_dir, "hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=1",
                       "+hydra.launcher.ray.init.include_dashboard=false", f"+hydra.launcher.ray.init._temp_dir={temp}",
                       env={"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"})  # Ray on 127.0.0.1 only (docs/scaling.md)
         assert proc.returncode == 0, proc.stderr[-3000:]

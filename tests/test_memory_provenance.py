@@ -15,8 +15,8 @@ import pytest
 
 import strategies
 from ace_fakes import MODEL, install_scripted_roles
-from conftest import REPO, SAMPLE_MEMORY, read_records, run_cli
-from harness.memory.provenance import HELD_OUT, IN_SAMPLE, UNKNOWN, check_use, learned_from
+from conftest import HUNG_S, REPO, SAMPLE_MEMORY, read_records, run_cli
+from harness.provenance import HELD_OUT, IN_SAMPLE, UNKNOWN, check_use, learned_from
 from harness.run import ConfigError, check_job, compose_job
 from harness.runner import run_job
 from strategies import StrategyBase, load_memory, save_memory
@@ -32,7 +32,7 @@ def _learned_artifact(path: Path, task_ids: list[str], split: str = "train") -> 
 
 def _table(run_dir: Path) -> str:
     shown = subprocess.run([sys.executable, "-m", "analysis.table", str(run_dir)], cwd=REPO, capture_output=True,
-                           text=True, timeout=300)
+                           text=True, timeout=HUNG_S)
     assert shown.returncode == 0, shown.stderr[-2000:]
     return shown.stdout
 
@@ -134,10 +134,12 @@ def _ace_online(tmp_path: Path, run: str, trials: int) -> Path:
     for _ in range(trials):  # one ADD per update, the same two per stream, so streams can be compared
         for text in ("Look the order up first.", "Confirm before any change."):
             roles.queue("curator", {"operations": [{"type": "ADD", "section": "strategies", "content": text}]})
+    # concurrency=1: the queued answers go to stream 0, then stream 1 (streams side by side would take them in
+    # any order; that case has its own test, tests/test_online_streams.py)
     cfg = compose_job(["model=oracle", "strategy=ace_online", f"strategy.options.reflector_model={MODEL}",
                        f"strategy.options.curator_model={MODEL}", "strategy.options.dedup_threshold=null",
                        "benchmark=tau2_retail", "benchmark.limit=2", f"benchmark.trials={trials}",
-                       f"runs_dir={tmp_path}", f"run_name={run}", "concurrency=2", "progress=false"])
+                       f"runs_dir={tmp_path}", f"run_name={run}", "concurrency=1", "progress=false"])
     check_job(cfg)
     return Path(run_job(cfg)["run_dir"])
 

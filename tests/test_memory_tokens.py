@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import HUNG_S
 
 import strategies
 from analysis.audit import never_delivered, outcome_by_guideline
@@ -24,7 +25,7 @@ def records(tmp_path_factory):
     cmd = [sys.executable, "-m", "harness.run", "-m", "model=oracle", "strategy=none,full,core_retrieval",
            "benchmark=tau2_retail", "benchmark.split=test", "benchmark.limit=3", f"memory={SAMPLE}",
            "run_name=tokens", f"runs_dir={runs}", "progress=false"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=HUNG_S)
     assert proc.returncode == 0, proc.stderr[-3000:]
     df = load_records([runs / "tokens"])
     # the hand-written sample has no `learned_from`: every table names its rows so (analysis.load)

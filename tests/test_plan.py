@@ -73,6 +73,12 @@ def test_resume_skips_recorded_episodes_but_not_infra_ones(tmp_path):
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     cells, _ = plan.plan(facts(), ["none", "full"], trials=1, run_dir=str(tmp_path))
     assert [(c.strategy, c.episodes, c.total) for c in cells] == [("none", 2, 4), ("full", 4, 4)]
+    # read as the runner reads it (harness/row.py): task 3's second attempt counts, a torn last line does not
+    again = [_record("none", "3", 0) | {"attempt": 2}, _record("none", "4", 0) | {"attempt": 2}]
+    with (tmp_path / "results.jsonl").open("a") as f:
+        f.write(json.dumps(again[0]) + "\n" + json.dumps(again[1])[:40])
+    cells, _ = plan.plan(facts(), ["none"], trials=1, run_dir=str(tmp_path))
+    assert [(c.strategy, c.episodes, c.total) for c in cells] == [("none", 1, 4)]
 
 
 def pilot_frame(tmp_path):
@@ -129,3 +135,19 @@ def test_cli_prints_per_cell_episodes_and_total(tmp_path, capsys):
     assert plan.main(["--facts", str(path), "--strategies", "none,full", "--trials", "3"]) == 0
     out = capsys.readouterr().out
     assert "12/12" in out and "total: 24 episodes to run" in out and "LiteLLM price map" in out
+
+
+def test_the_report_fits_160_columns_and_names_each_cells_token_source(tmp_path):
+    from analysis.fmt import WIDTH
+
+    pilot = pilot_frame(tmp_path)
+    f = facts()
+    cells, found = plan.plan(f, ["none", "full", "core_retrieval"], trials=2, pilot=pilot)
+    text = plan.report(f, cells, found, 2, pilot, 5.0, str(tmp_path / "not-built-yet.jsonl"))
+    assert max(map(len, text.splitlines())) <= WIDTH, text
+    sources = [line for line in text.splitlines() if line.startswith("tokens per episode of ")]
+    assert len(sources) == len({c.episode.source for c in cells}) >= 2  # one line per distinct source
+    for c in cells:
+        assert any(c.strategy in line and c.episode.source in line for line in sources)
+    prior, _ = plan.plan(f, ["none", "full"], trials=1)
+    assert "tokens per episode from: prior" in plan.report(f, prior, found, 1, None, None, SAMPLE)

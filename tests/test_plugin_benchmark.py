@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from conftest import REPO, SAMPLE_MEMORY, read_records, run_cli
+from conftest import HUNG_S, REPO, SAMPLE_MEMORY, read_records, run_cli
 from harness import benchmarks
 from harness.benchmarks import BenchmarkBase, registry
 from harness.benchmarks.appworld.adapter import AppWorldBenchmark
@@ -105,7 +105,7 @@ def test_plugin_sweep_resumes_past_what_it_recorded(plugin_sweep):
 def test_plugin_runs_reach_the_tables(plugin_sweep):
     run_dir, _ = plugin_sweep
     proc = subprocess.run([sys.executable, "-m", "analysis.table", str(run_dir)], cwd=REPO, capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=HUNG_S)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "keywords/test" in proc.stdout
     full = next(line for line in proc.stdout.splitlines() if " full " in line)

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from known_truth import heterogeneous
 
-from analysis import power, stats
+from analysis import power, power_world, stats
 from analysis.metrics import task_success
 from strategies import simulated_world as world
 from strategies import load_memory, render_guidelines
@@ -36,8 +36,8 @@ CORE = {"none": lambda gs: [], "core": lambda gs: [g for g in gs if g.support >=
 
 
 def test_predicted_power_matches_empirical_power_over_seeds(artifact):
-    ps = power.simulated_ps("strong", str(artifact), 40)
-    v = power.simulated_variance(ps["core"], ps["none"], trials=12)
+    ps = power_world.simulated_ps("strong", str(artifact), 40)
+    v = power_world.simulated_variance(ps["core"], ps["none"], trials=12)
     predicted = v.power()
     assert 0.3 < predicted < 0.8  # a case where power is neither ~0 nor ~1, so the comparison means something
     hits, mdds = 0, []
@@ -53,8 +53,8 @@ def test_predicted_power_matches_empirical_power_over_seeds(artifact):
 
 
 def test_tasks_needed_reaches_the_named_power(artifact):
-    ps = power.simulated_ps("small", str(artifact), 40)
-    v = power.simulated_variance(ps["core"], ps["none"], trials=4)
+    ps = power_world.simulated_ps("small", str(artifact), 40)
+    v = power_world.simulated_variance(ps["core"], ps["none"], trials=4)
     n = v.tasks_needed(abs(v.delta), trials=4)
     bigger = power.Variance(n, 4, v.delta, v.tau2, v.within)
     assert bigger.power(new_tasks=True) == pytest.approx(power.POWER, abs=0.02)
@@ -68,8 +68,10 @@ def test_power_table_flags_underpowered_cells(artifact):
     assert pd.isna(table.loc["none", "MDΔ_pts"])
     assert not table.loc["full", "underpowered"]  # full's large planted loss is seen
     assert table.loc["full", "Δ_pts"] < 0
-    for s in ("core", "full"):
-        assert table.loc[s, "underpowered"] == (abs(table.loc[s, "Δ_pts"]) < table.loc[s, "MDΔ_pts"])
+    for s in ("core", "full"):  # one rule with the tables: not found by the paired test AND below the MDΔ
+        below = abs(table.loc[s, "Δ_pts"]) < table.loc[s, "MDΔ_pts"]
+        assert table.loc[s, "underpowered"] == (below and table.loc[s, "p"] >= stats.ALPHA)
+        assert table.loc[s, "paired"] == "40×2"
     assert 0 <= table.loc["none", "agreement"] <= 1
     one = df[df.trial == 0]
     single = power.power_table(one).set_index("strategy")
@@ -110,3 +112,27 @@ def test_too_few_tasks_say_so_instead_of_a_huge_mdd():
     assert math.isinf(v.mdd())
     assert power.display(pd.DataFrame([{"MDΔ_pts": 100 * v.mdd()}]))["MDΔ_pts"][0] == "too few tasks to estimate"
     assert 0 < power.Variance(40, 1, 0.2, 0.2, 0.0, split=False).mdd() < 1
+
+
+def test_a_difference_the_test_finds_is_never_flagged_underpowered():
+    """The compact table once flagged full vs none -16.3 points `underpowered` while recommend showed the gap
+    (issue 29): the flag now needs the paired test not to find the difference too."""
+    v = power.Variance(40, 2, -0.163, 0.12, 0.2)
+    assert abs(100 * v.delta) < 100 * v.mdd()  # below its MDΔ...
+    assert power.pair_row(v, 5, p=0.01)["underpowered"] is False  # ...but found: not underpowered
+    assert power.pair_row(v, 5, p=0.30)["underpowered"] is True
+
+
+def test_tasks_needed_never_trusts_zero_spread():
+    """A pilot at the ceiling (every trial passes under both strategies) has no spread at all; a true 5-point
+    difference between 0/1 outcomes has at least 0.05 x 0.95 / T. The plan used to say 6 tasks."""
+    flat = power.Variance(4, 4, 0.0, 0.0, 0.0)
+    spread = power.Variance(4, 4, 0.0, 0.0, 0.05 * 0.95)  # within / 4 trials: exactly the floor
+    assert flat.tasks_needed(0.05, 4) == spread.tasks_needed(0.05, 4) > 30
+    rng = np.random.default_rng(3)
+    pilot = pd.DataFrame([{"strategy": s, "task_id": str(t), "trial": j, "success": rng.random() < p,
+                           "error": None, "benchmark": "b", "split": "test", "model": "m"}
+                          for s, p in (("none", 0.7), ("full", 0.8)) for t in range(30) for j in range(2)])
+    table = power.power_table(pilot, ranges=True).set_index("strategy")
+    lo, hi = table.loc["full", "tasks@2 range"]
+    assert lo <= table.loc["full", "tasks@2"] <= hi and lo < hi  # a pilot's figure is given with its range

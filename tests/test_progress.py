@@ -21,8 +21,9 @@ def _step(ledger: Ledger) -> None:
 
 
 def test_a_log_file_gets_plain_periodic_lines_with_steps():
-    out, ledger = io.StringIO(), Ledger()
+    out = io.StringIO()
     progress = Progress("b/test/m/full", total=3, done=1, stream=out, every=0.05, tick=0.01)
+    ledger = Ledger(on_step=progress.step)  # the episode's ledger, as the runner opens it (harness.ledger.episode)
     for _ in range(4):
         _step(ledger)
     time.sleep(0.2)  # a long first episode: lines appear before it ends
@@ -35,8 +36,9 @@ def test_a_log_file_gets_plain_periodic_lines_with_steps():
 
 
 def test_a_terminal_gets_a_bar_showing_steps():
-    out, ledger = _Tty(), Ledger()
+    out = _Tty()
     progress = Progress("job", total=1, done=0, stream=out, tick=0.01)
+    ledger = Ledger(on_step=progress.step)
     _step(ledger)
     _step(ledger)
     time.sleep(0.1)
@@ -78,7 +80,21 @@ def test_an_unpriced_episode_says_unpriced_never_zero():
     progress = Progress("job", total=2, done=0, stream=out, every=60, tick=0.01)
     progress.update(1, _record(True, cost=None))
     progress.close()
-    assert "USD unpriced" in out.getvalue() and "$0.0000" not in out.getvalue()
+    assert "USD n/a (unpriced)" in out.getvalue() and "$0.0000" not in out.getvalue()
+
+
+def test_an_episode_without_a_priced_call_is_not_zero_dollars():
+    """Every episode so far failed before its first call (no cost figure, the table's n/a): not "$0.0000"."""
+    out = io.StringIO()
+    progress = Progress("job", total=2, done=0, stream=out, every=60, tick=0.01)
+    progress.update(1, {"success": False, "error": "harness", "steps": 0, "judge_cost_usd": 0.0})
+    progress.close()
+    assert "USD n/a" in out.getvalue() and "$0.0000" not in out.getvalue()
+    out = io.StringIO()
+    progress = Progress("job", total=1, done=0, stream=out, every=60, tick=0.01)
+    progress.update(1, {**_record(True), "strategy_calls": 1, "strategy_cost_usd": None})  # its ranker: no price
+    progress.close()
+    assert "USD n/a (unpriced)" in out.getvalue() and "$0.0" not in out.getvalue()
 
 
 def test_a_terminal_bar_shows_the_spend():

@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import SAMPLE_MEMORY, compose, read_records, run_cli
+from conftest import HUNG_S, SAMPLE_MEMORY, compose, read_records, run_cli
 
 ray = pytest.importorskip("ray")
 psutil = pytest.importorskip("psutil")
@@ -86,7 +86,7 @@ def test_ray_sweep_gives_the_records_of_threads(local_ray, runs_dir):
     assert not (runs_dir / "ray" / "memory").exists()  # workers never write the run directory
 
 
-def _kill_workers_running(wanted: dict[str, int], timeout: float = 240) -> None:
+def _kill_workers_running(wanted: dict[str, int], timeout: float = HUNG_S) -> None:
     """SIGKILL the worker process running episode `ray::episode:<task>:t0`, `wanted[task]` times (each kill
     hits a new process: Ray's rerun of the episode runs in a fresh worker)."""
     killed: dict[str, list[int]] = {task: [] for task in wanted}
@@ -116,7 +116,7 @@ def test_killed_worker_is_retried_once_then_infra(local_ray, runs_dir):
     runner = threading.Thread(target=lambda: summary.update(run_job(cfg)))
     runner.start()
     _kill_workers_running({twice: 2, once: 1})  # `twice`: its rerun dies too; `once`: its rerun succeeds
-    runner.join(timeout=300)
+    runner.join(timeout=HUNG_S)
     assert not runner.is_alive()
 
     records = read_records(runs_dir / "kill")
@@ -158,11 +158,64 @@ def test_a_bad_key_seen_in_a_worker_stops_the_job(local_ray, runs_dir):
     assert not results.exists() or not results.read_text().strip()  # no episode recorded as a failure
 
 
-def test_online_learner_stays_on_the_driver(capsys):
-    cfg = compose("model=oracle", "strategy=ace_online", "executor=ray")
-    assert executors.create(cfg, learns_online=True).name == "threads"
-    assert "learns online" in capsys.readouterr().err
-    assert executors.create(cfg, learns_online=False).name == "ray"
+def test_online_streams_run_as_ray_tasks_and_match_a_serial_run(local_ray, artifact, runs_dir):
+    import stream_roles
+    from harness.run import compose_job
+
+    stream_roles.install()
+    serial = run_job(compose_job(stream_roles.job(artifact, runs_dir, "serial", "concurrency=1")))
+    on_ray = run_job(compose_job(stream_roles.job(artifact, runs_dir, "ray", "executor=ray", "executor.num_cpus=2")))
+    assert serial["executor"] == "streams" and on_ray["executor"] == "ray streams" and on_ray["ran"] == 12
+    # the workers delivered each stream's playbook as the driver had it, and the driver learned the same updates
+    assert stream_roles.comparable_records(runs_dir / "ray") == stream_roles.comparable_records(runs_dir / "serial")
+    assert stream_roles.playbooks(runs_dir / "ray") == stream_roles.playbooks(runs_dir / "serial")
+
+
+PRICE = ["model.price_per_mtok_in=100", "model.price_per_mtok_out=400"]  # USD per 1M tokens: visible sums
+
+
+def test_a_budget_on_ray_stops_within_one_wave_and_a_higher_one_resumes(local_ray, runs_dir, capsys):
+    from fault_server import FaultServer, scripts_for
+    from harness.runner.budget import episode_cost
+
+    tasks, slots = 8, 2  # executor.num_cpus=2, one CPU per episode: a wave is 2 episodes
+
+    def cfg(name, *extra):
+        return compose("model=litellm", "model.name=openai/fault-agent", f"+model.kwargs.api_base={server.api_base}",
+                       "+model.kwargs.api_key=budget-ray-cred", "model.max_retries=0", *PRICE,
+                       f"benchmark.limit={tasks}", "executor=ray", "executor.num_cpus=2", "progress=false",
+                       f"runs_dir={runs_dir}", f"run_name={name}", *extra)
+
+    with FaultServer(*scripts_for(compose("model=oracle", f"benchmark.limit={tasks}"))) as server:
+        run_job(cfg("free"))
+        costs = [episode_cost(r) for r in read_records(runs_dir / "free")]
+        assert len(costs) == tasks and all(c and c > 0 for c in costs)
+        budget = 3.5 * sum(costs) / len(costs)
+        first = run_job(cfg("capped", f"budget_usd={budget}"))
+        capped = read_records(runs_dir / "capped")
+        spent = sum(episode_cost(r) for r in capped)
+        assert first["executor"] == "ray" and 0 < len(capped) < tasks and first["ran"] == len(capped)
+        assert spent <= budget + slots * max(costs)  # past the cap by at most the wave in flight
+        assert f"stopped at budget: ${spent:.4f} of ${budget:.2f}, {len(capped)} of {tasks} episodes" \
+            in capsys.readouterr().err
+        job = next(iter(json.loads((runs_dir / "capped" / "manifest.json").read_text())["jobs"].values()))
+        assert job["budget"]["stopped"] is True and job["budget"]["episodes_done"] == len(capped)
+        again = run_job(cfg("capped", f"budget_usd={100 * budget}"))
+    assert again["ran"] == tasks - len(capped) and again["skipped"] == len(capped)
+    records = read_records(runs_dir / "capped")
+    assert Counter(_key(r) for r in records) == Counter(_key(r) for r in read_records(runs_dir / "free"))
+    job = next(iter(json.loads((runs_dir / "capped" / "manifest.json").read_text())["jobs"].values()))
+    assert job["budget"]["stopped"] is False and job["budget"]["episodes_done"] == tasks
+
+
+def test_an_online_learner_with_one_stream_stays_on_the_driver(capsys):
+    from harness.runner import resolve
+    from strategies.base import StrategyBase
+
+    job = resolve(compose("model=oracle", "strategy=ace_online", "executor=ray"))
+    assert executors.create(job, StrategyBase(learns_online=True), served={}).name == "in order"
+    assert "learns online in one stream" in capsys.readouterr().err
+    assert executors.create(job, StrategyBase(), served={}).name == "ray"
 
 
 @pytest.mark.parametrize("override, expected", [

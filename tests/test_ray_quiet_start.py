@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import REPO
+from conftest import HUNG_S, REPO
 
 START = """
 from types import SimpleNamespace
@@ -18,7 +18,7 @@ executors.ray_down()
 
 
 def test_local_ray_start_prints_no_token_auth_warning():
-    proc = subprocess.run([sys.executable, "-c", START], cwd=REPO, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", START], cwd=REPO, capture_output=True, text=True, timeout=HUNG_S)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "auth mode: token" in proc.stdout  # Ray's default (authentication on) is kept
     assert "Token authentication" not in proc.stdout + proc.stderr

@@ -16,7 +16,7 @@ def test_key_echoed_in_a_provider_error_is_redacted_everywhere(runs_dir):
     with FaultServer(scripts, scenarios, schedule=["echo500"] * 2) as server:
         proc = run_cli("model=litellm", "model.name=openai/echo-agent", f"+model.kwargs.api_base={server.api_base}",
                        "model.api_key_env=LLMCRED", "model.max_retries=0", "benchmark.limit=2", "concurrency=1",
-                       "run_name=echo", runs_dir=runs_dir, multirun=True, env={"LLMCRED": KEY}, timeout=300)
+                       "run_name=echo", runs_dir=runs_dir, multirun=True, env={"LLMCRED": KEY})
         injected = server.injected()
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert injected == {"echo500": 2}  # the provider did echo the key, once per episode

@@ -6,19 +6,25 @@ import json
 
 import pytest
 
+from harness.row import Row
+from harness.runner.job_rows import JobRows
 from harness.store import REDACTED, RunStore, RunStoreError, redact
 
 
-def rec(task: str, trial: int, job: str = "j") -> dict:
-    return {"job": job, "task_id": task, "trial": trial, "reward": 1.0}
+def rec(task: str, trial: int, job: str = "j") -> Row:
+    return Row(job=job, task_id=task, trial=trial, success=True, reward=1.0)
+
+
+def done(store: RunStore, job: str) -> set:
+    return JobRows(job, store.read(), retry_infra=False).done
 
 
 def test_completed_keys_per_job(tmp_path):
     store = RunStore(tmp_path)
     for r in (rec("1", 0), rec("1", 1), rec("2", 0, job="other")):
         store.append(r)
-    assert store.completed("j") == {("1", 0), ("1", 1)}
-    assert store.completed("other") == {("2", 0)}
+    assert done(store, "j") == {("1", 0), ("1", 1)}
+    assert done(store, "other") == {("2", 0)}
 
 
 def test_torn_last_line_is_cut_and_redone(tmp_path):
@@ -26,7 +32,7 @@ def test_torn_last_line_is_cut_and_redone(tmp_path):
     store.append(rec("1", 0))
     with open(store.results_path, "ab") as fh:  # what kill -9 in the middle of a write leaves
         fh.write(b'{"job": "j", "task_id": "2", "tri')
-    assert store.completed("j") == {("1", 0)}
+    assert done(store, "j") == {("1", 0)}
     assert store.results_path.read_bytes().endswith(b"\n")
     store.append(rec("2", 0))
     lines = store.results_path.read_text().splitlines()
@@ -39,8 +45,8 @@ def test_corrupt_middle_line_is_an_error_with_location(tmp_path):
     with open(store.results_path, "ab") as fh:
         fh.write(b"not json\n")
     store.append(rec("2", 0))
-    with pytest.raises(RunStoreError, match=r"results.jsonl:2"):
-        store.completed("j")
+    with pytest.raises(RunStoreError, match=r"results.jsonl:2: corrupt record"):
+        store.read()
 
 
 def test_job_identity_change_is_refused(tmp_path):

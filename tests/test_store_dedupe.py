@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from analysis.load import load_records
+from harness.row import Row
+from harness.runner.job_rows import JobRows
 from harness.store import RunStore
 
 
-def rec(task: str, trial: int, attempt: int | None = None, error: str | None = None, job: str = "j") -> dict:
-    r = {"job": job, "task_id": task, "trial": trial, "success": error is None, "reward": 1.0, "error": error}
-    return r if attempt is None else {**r, "attempt": attempt}
+def rec(task: str, trial: int, attempt: int | None = None, error: str | None = None, job: str = "j") -> Row:
+    r = Row(job=job, task_id=task, trial=trial, success=error is None, reward=1.0, error=error)
+    return r if attempt is None else Row.of((r.to_dict(), "learner_extra"), ({"attempt": attempt}, "learner_extra"))
 
 
 def test_store_and_loader_agree_on_the_record_that_counts(tmp_path):
@@ -21,13 +23,14 @@ def test_store_and_loader_agree_on_the_record_that_counts(tmp_path):
             rec("1", 0, job="other")]
     for r in rows:
         store.append(r)
-    latest, dropped = store.latest("j")
-    assert dropped == {"superseded": 1, "duplicates": 1}
-    assert {k: (r.get("attempt", 1), r["error"]) for k, r in latest.items()} == {
+    job = JobRows("j", store.read(), retry_infra=False)
+    assert job.dropped == {"superseded": 1, "duplicates": 1}
+    assert {k: (r.get("attempt", 1), r["error"]) for k, r in job.latest.items()} == {
         ("1", 0): (2, None), ("2", 0): (1, "agent"), ("3", 0): (1, "infra")}
-    assert store.completed("j") == {("1", 0), ("2", 0), ("3", 0)}
-    assert store.completed("j", retry_infra=True) == {("1", 0), ("2", 0)}  # 3 runs again on resume
-    assert store.job_totals("j")["infra_errors"] == 1
+    assert job.done == {("1", 0), ("2", 0), ("3", 0)}
+    again = JobRows("j", store.read(), retry_infra=True)
+    assert again.done == {("1", 0), ("2", 0)} and again.attempts == {("3", 0): 2}  # 3 runs again on resume
+    assert job.totals()["infra_errors"] == 1
 
     warnings: list[str] = []
     df = load_records([tmp_path], warn=warnings.append)

@@ -65,3 +65,65 @@ def test_plugin_package_is_found_through_its_entry_point(tmp_path, monkeypatch):
     plugin = strategies.create("first_k", StrategyContext(options={"k": 3}, memory_path=str(SAMPLE_MEMORY)))
     assert len(plugin.deliver(TASK, StepView(index=0)).ids) == 3
     sys.modules.pop("my_plugin", None)
+
+
+class OldOnline:
+    """A strategy written against the protocol before capabilities were declared: no StrategyBase, its own
+    `known_options` and hooks, found by the runner through attributes then."""
+
+    name = "old_online"
+    learns_online = True
+    known_options = ("n",)
+    seen: list = []
+
+    def build(self, trajectories):
+        return None
+
+    def deliver(self, task, step):
+        return strategies.EMPTY
+
+    def update(self, trajectory):
+        OldOnline.seen.append(trajectory)
+
+    def record_facts(self, trajectory):
+        return {"old_fact": 1}
+
+    @classmethod
+    def validate_options(cls, options):
+        if options.get("n", 1) < 1:
+            raise ValueError("old_online: n must be >= 1")
+
+    @classmethod
+    def create(cls, ctx):
+        return cls()
+
+
+def test_a_strategy_written_against_the_old_protocol_keeps_working():
+    """Fitted once by strategies/compat.py: its declarations hold, the members it lacks get StrategyBase's
+    defaults, and the harness calls every capability plainly."""
+    strategies.register("old_online", OldOnline)
+    strategies.register("old_plain", lambda ctx: OldOnline())
+    try:
+        assert strategies.known_options("old_online") == ("n",) and strategies.known_options("old_plain") == ()
+        with pytest.raises(ValueError, match="n must be >= 1"):
+            strategies.validate_options("old_online", {"n": 0})
+        with pytest.raises(ValueError, match=r"'old_plain': unknown option\(s\) \['n'\]; it takes no options"):
+            strategies.validate_options("old_plain", {"n": 2})
+        built = strategies.create("old_online", StrategyContext())
+        assert isinstance(built, strategies.Strategy) and built.learns_online and built.name == "old_online"
+        assert built.for_trial(1) is built and built.applied_episodes() is None
+        assert built.learn("t") == {} and OldOnline.seen == ["t"]  # no learn(): its update() is the update
+        assert built.record_facts(None) == {"old_fact": 1}
+        assert not strategies.uses_ground_truth("old_online", {}) and strategies.uses_memory("old_online")
+    finally:
+        strategies.registry._REGISTRY.extra.pop("old_online", None)
+        strategies.registry._REGISTRY.extra.pop("old_plain", None)
+
+
+def test_a_factory_that_builds_no_strategy_is_refused_clearly():
+    strategies.register("not_a_strategy", lambda ctx: object())
+    try:
+        with pytest.raises(TypeError, match="does not implement the Strategy protocol.*inherit strategies.StrategyBase"):
+            strategies.create("not_a_strategy", StrategyContext())
+    finally:
+        strategies.registry._REGISTRY.extra.pop("not_a_strategy", None)

@@ -43,13 +43,27 @@ def test_an_option_one_strategy_of_the_sweep_takes_reaches_only_that_one():
     sweep = ["none", "full", "core_retrieval"]
     strategies.validate_options("full", {"top_k": 0}, sweep)  # meant for core_retrieval
     strategies.validate_options("none", {"top_k": 0, "budget_tokens": 9}, sweep)
-    with pytest.raises(ValueError, match=r"'full': unknown option\(s\) \['top_k'\]"):
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['top_k'\]: no strategy of this sweep \(none, full\) "
+                                         r"takes it; full takes \['budget_tokens'\]; none takes no options$"):
         strategies.validate_options("full", {"top_k": 0}, ["none", "full"])  # no strategy of this sweep takes it
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['nope'\]"):
         strategies.validate_options("full", {"top_k": 0, "nope": 1}, sweep)
     built = strategies.create("full", StrategyContext(options={"top_k": 0, "budget_tokens": 50},
                                                       memory_path=str(SAMPLE_MEMORY)))
     assert built.options == {"budget_tokens": 50}  # the sweep's other options never reach it
+
+
+def test_a_typo_in_a_sweep_names_who_takes_options_and_the_closest_key():
+    """`STRATEGIES=none,full,core_retrieval ARGS="strategy.options.topk=5"`: not `none`'s fault."""
+    with pytest.raises(ValueError) as exc:
+        strategies.validate_options("none", {"topk": 5}, ["none", "full", "core_retrieval"])
+    message = str(exc.value)
+    assert message.startswith("unknown option(s) ['topk']: no strategy of this sweep (none, full, core_retrieval)")
+    assert "full takes ['budget_tokens']" in message and "'top_k'" in message.split("core_retrieval takes")[1]
+    assert message.endswith("none takes no options; did you mean 'top_k'?")
+    with pytest.raises(ValueError, match=r"^strategy 'core_retrieval': unknown option\(s\) \['topk'\]; known: .*"
+                                         r"did you mean 'top_k'\?$"):
+        strategies.validate_options("core_retrieval", {"topk": 5})
 
 
 def test_validate_options_hook_accepts_the_shipped_defaults_and_checks_types():

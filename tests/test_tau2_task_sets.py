@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import HUNG_S
 
 from harness.benchmarks.tau2.data import TaskSource
 from harness.benchmarks.tau2.react import ACT, THINK
@@ -158,7 +159,7 @@ def test_tau2_data_fetch_fails_clearly_without_a_reachable_repo(tmp_path):
 
     script = Path(__file__).resolve().parent.parent / "scripts" / "fetch-tau2-data.sh"
     dest = tmp_path / "v1.0.1"
-    proc = subprocess.run([str(script), "v1.0.1", str(dest)], capture_output=True, text=True, timeout=60,
+    proc = subprocess.run([str(script), "v1.0.1", str(dest)], capture_output=True, text=True, timeout=HUNG_S,
                           env={**os.environ, "TAU2_REPO": f"file://{tmp_path}/no-such-repo"})
     assert proc.returncode == 1 and "needs internet access" in proc.stderr and not dest.exists()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import threading
 from pathlib import Path
 
@@ -223,3 +224,43 @@ def test_report_rows_link_to_their_cell(index):
     assert link == "http://127.0.0.1:9/?benchmark=tau2_retail&split=test&model=m&strategy=full"
     html = linked_table(summary[["strategy", "n"]], summary, "http://v/")
     assert html.count("href='http://v/?") == 2 * len(summary) and "strategy=core_retrieval'>core_retrieval<" in html
+
+
+def test_an_episode_without_an_error_label_shows_a_dash_never_nan(tmp_path):
+    """A run where no record has an error: pandas reads the column as float NaN; the list shows `-`."""
+    run_dir = tmp_path / "clean"
+    run_dir.mkdir()
+    rows = [{"schema": 1, "job": "tau2_retail/test/m/none", "benchmark": "tau2_retail", "split": "test", "model": "m",
+             "strategy": "none", "trial": 0, "task_id": str(t), "success": bool(t % 2), "error": None, "steps": 2,
+             "prompt_tokens": 100, "completion_tokens": 5, "memory_tokens": 0} for t in range(3)]
+    (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    index = EpisodeIndex([run_dir])
+    assert index.page(q(error="none")).matched == 3
+    listing = create_app([run_dir], index).test_client().get("/").get_data(as_text=True)
+    body = listing.split("<tbody>")[1].split("</tbody>")[0]
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S) for row in body.split("<tr>")[1:]]
+    assert [c[8] for c in cells] == ["-"] * 3 and "nan" not in listing  # column 8: error
+
+
+def test_the_simulated_line_and_step_one_show_one_memory_figure(artifact, tmp_path):
+    """The world's reading (the draw's memory tokens) and the ledger's step 1 figure: one count, one definition
+    (gpt-4o tokens of the block's bullet lines); the whole block in another tokenizer would differ."""
+    from conftest import read_records, run_cli
+
+    from harness.ledger import MemoryTokenCounter
+    from strategies import simulated_world as world
+
+    done = run_cli("model=simulated", f"model.world={artifact}", "strategy=full", "benchmark=tau2_retail",
+                   "benchmark.task_ids=['5']", "benchmark.trials=1", f"memory={artifact}", "run_name=sim",
+                   runs_dir=tmp_path, multirun=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    run_dir = tmp_path / "sim"
+    page = create_app([run_dir], EpisodeIndex([run_dir])).test_client().get("/episode/0").get_data(as_text=True)
+    drawn = re.search(r"memory tokens: ([\d,]+)", page).group(1)
+    step_one = re.search(r"memory ([\d,]+) tok", page).group(1)
+    [record] = read_records(run_dir)
+    assert drawn == step_one == f"{record['step_usage'][0]['memory_tokens']:,}"
+    block = "\n".join(["<learned_guidelines>", "Learned guidelines from earlier tasks:",
+                       *(f"- [{g}] {t}" for g, t in world.load_world(artifact).texts.items()), "</learned_guidelines>"])
+    assert MemoryTokenCounter("memdeliv-simulated/strong")(block) == world.block_tokens(block) > 1000
+    assert MemoryTokenCounter("gpt-4o")(block) != world.block_tokens(block)  # the header lines count there

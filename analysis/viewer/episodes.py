@@ -86,7 +86,8 @@ class EpisodeIndex:
         df = df.assign(**numbers)
         df["tokens"] = df["prompt_tokens"] + df["completion_tokens"]
         df["success"] = df["success"].astype(bool)
-        df["error"] = df["error"].where(df["error"].notna(), None)
+        for col in ("error", "assembly", "termination"):  # a label a record lacks: None, never a float NaN
+            df[col] = df[col].astype(object).where(df[col].notna(), None)
         df["trial"] = df["trial"].fillna(0).astype(int)
         df["task_id"] = df["task_id"].map(_text)
         df["id"] = df.index

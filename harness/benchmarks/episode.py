@@ -18,18 +18,20 @@ from pathlib import Path
 from typing import Any, Optional
 
 from harness.errors import classify
-from harness.ledger import Ledger
+from harness.ledger import Ledger, current
 from harness.records import EpisodeRecord, Trajectory
 from harness.store import redact_text
 from strategies.atomic import write_text_atomic
 
 
 class EpisodeFrame:
-    """One episode's clock, ledger and error label (None until something fails)."""
+    """One episode's clock, ledger and error label (None until something fails). The ledger is the one the
+    runner opened for this episode (harness.ledger.episode), so the frame's calls and the judge's land together;
+    a fresh one when the benchmark is called outside a runner."""
 
     def __init__(self, ledger: Optional[Ledger] = None):
         self.started = time.perf_counter()
-        self.ledger = ledger if ledger is not None else Ledger()
+        self.ledger = ledger if ledger is not None else current() or Ledger()
         self.error: Optional[str] = None
         self.detail: Optional[str] = None
 

@@ -36,6 +36,8 @@ from omegaconf import DictConfig
 import strategies
 from harness.config import CONFIG_DIR
 from harness.run import ConfigError, check_job, register_plugins
+from harness.errors import INFRA
+from harness.row import RESULTS, latest_per_episode, read_rows
 from harness.runner.reflect_and_retry import read_retries
 from harness.scripted import ace_roles
 from harness.serving.model_client import ProviderUnusable
@@ -147,9 +149,10 @@ def split_tasks(base: list[str], n_train: int | None, n_val: int) -> tuple[list[
 
 
 def score(run_dir: Path, job: str) -> dict[str, Any]:
-    rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines() if line.strip()]
-    rows = [r for r in rows if r["job"] == job]
-    counted = [r for r in rows if r.get("error") != "infra"]  # infra errors are excluded, as tau2 does
+    """The job's episodes as they count (the latest attempt of each), read through the one reader of rows."""
+    latest, _ = latest_per_episode(row for _, row in read_rows(run_dir / RESULTS) if row.get("job") == job)
+    rows = list(latest.values())
+    counted = [r for r in rows if r.get("error") != INFRA]  # infra errors are excluded, as tau2 does
     lost = sum(bool(r.get("update_lost")) for r in rows)
     if not counted:
         return {"tasks": len(rows), "infra_errors": len(rows), "success_rate": None, "mean_reward": None,
@@ -163,7 +166,7 @@ def retry_summary(run_dir: Path) -> dict[str, Any]:
     """Re-runs of failed training episodes (reflection rounds): how many, how many succeeded, their tokens."""
     rows = read_retries(run_dir)
     return {"episodes": len(rows), "succeeded": sum(bool(r.get("success")) for r in rows),
-            "tasks_recovered": len({r["task_id"] for r in rows if r.get("success")}),
+            "tasks_recovered": len({r.task_id for r in rows if r.get("success")}),
             "prompt_tokens": sum(int(r.get("prompt_tokens") or 0) for r in rows),
             "completion_tokens": sum(int(r.get("completion_tokens") or 0) for r in rows)}
 

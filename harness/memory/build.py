@@ -38,7 +38,7 @@ from harness import benchmarks
 from harness.config import ModelConfig
 from harness.serving.model_client import ModelClient, ProviderUnusable
 from harness.serving.models import ModelConfigError, open_model
-from harness.memory.provenance import learned_from
+from harness.provenance import learned_from
 from harness.scripted import reflector
 from harness.store import RunStore, latest_per_episode, now_iso
 from strategies import Trajectory, save_memory

@@ -30,7 +30,7 @@ from omegaconf import OmegaConf
 
 from harness import benchmarks
 from harness.config import CONFIG_DIR, BenchmarkConfig
-from harness.memory.provenance import learned_from
+from harness.provenance import learned_from
 from strategies.simulated_world import LABEL
 from strategies import Guideline, save_memory
 

@@ -4,20 +4,22 @@ Spent = every record already in the run's results.jsonl (all jobs, all attempts:
 for too; agent + user simulator + judge) plus the episodes this job finishes. An episode starts only when
 spent + (episodes in flight + 1) x the mean cost of an episode so far stays within the budget; so the total
 can pass the budget by at most the episodes already in flight when the estimate was low. Episodes in flight
-always finish and are recorded. An episode not started returns None to the runner, which records nothing.
+always finish and are recorded. An episode not started comes back as a held `Outcome`: nothing ran, nothing is
+recorded. The spend before this job comes from the rows the job read once at its start (harness/runner/loop.py).
 """
 
 from __future__ import annotations
 
-import json
 import threading
-from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
+
+from harness.records import Outcome
+from harness.row import Row
 
 ROLES = ("cost_usd", "user_cost_usd", "judge_cost_usd")
 
 
-def episode_cost(record: dict[str, Any]) -> Optional[float]:
+def episode_cost(record: Row) -> Optional[float]:
     """USD of one record over its roles; None when a role with calls is unpriced (a judge with no calls is 0)."""
     total = 0.0
     for role in ROLES:
@@ -34,17 +36,11 @@ def episode_cost(record: dict[str, Any]) -> Optional[float]:
     return total
 
 
-def recorded_spend(results: Path) -> tuple[float, list[float]]:
-    """(USD over every record of the file, the costs of its priced episodes) — a torn last line is skipped."""
+def recorded_spend(rows: Iterable[Row]) -> tuple[float, list[float]]:
+    """(USD over every row, the costs of its priced episodes)."""
     spent, costs = 0.0, []
-    if not results.is_file():
-        return spent, costs
-    for line in results.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        cost = episode_cost(record)
+    for row in rows:
+        cost = episode_cost(row)
         if cost is not None:
             spent += cost
             costs.append(cost)
@@ -52,9 +48,9 @@ def recorded_spend(results: Path) -> tuple[float, list[float]]:
 
 
 class Budget:
-    def __init__(self, limit: float, results: Path):
+    def __init__(self, limit: float, rows: Iterable[Row]):
         self.limit = float(limit)
-        self.spent, costs = recorded_spend(results)
+        self.spent, costs = recorded_spend(rows)
         self._costs_sum, self._costs_n = sum(costs), len(costs)
         self.in_flight = 0
         self.stopped = False  # set once an episode was held back
@@ -75,7 +71,7 @@ class Budget:
             self.in_flight += 1
             return True
 
-    def finish(self, record: Optional[dict[str, Any]]) -> None:
+    def finish(self, record: Optional[Row]) -> None:
         with self._lock:
             self.in_flight -= 1
             cost = episode_cost(record) if record is not None else 0.0
@@ -86,17 +82,17 @@ class Budget:
             self._costs_sum += cost
             self._costs_n += 1
 
-    def gate(self, episodes: Callable[[Any, int], Any]) -> Callable[[Any, int], Any]:
-        """`episodes` behind the budget: None (nothing run) when the next episode could cross it."""
-        def run(task: Any, trial: int) -> Any:
+    def gate(self, episodes: Callable[[Any, int], Outcome]) -> Callable[[Any, int], Outcome]:
+        """`episodes` behind the budget: a held Outcome (nothing run) when the next episode could cross it."""
+        def run(task: Any, trial: int) -> Outcome:
             if not self.admit():
-                return None
+                return Outcome(held=True)
             finished = None
             try:
                 finished = episodes(task, trial)
                 return finished
             finally:
-                self.finish(finished[0] if isinstance(finished, tuple) else None)
+                self.finish(finished.row if finished is not None else None)
         return run
 
     def facts(self, done: int, total: int) -> dict[str, Any]:

@@ -1,112 +1,88 @@
-"""One episode of a job: the strategy built from the job's config, and the runner of one (task, trial).
+"""One episode of a job: the strategy built for the job, and the runner of one (task, trial) that makes its row.
 
-Shared by the job loop (harness/runner/job.py) and a Ray worker (harness/runner/executors.py), so neither imports
-the other."""
+Shared by the job loop (harness/runner/loop.py) and a Ray worker (harness/runner/ray_executor.py), so neither
+imports the other. Whatever happens, an episode comes back as one `Outcome` (harness/records.py): its row, or a
+labelled failure row, or a stop when the provider is unusable.
+"""
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
-from typing import Any
-
-from omegaconf import OmegaConf
+from typing import Any, Callable, Optional
 
 import strategies
-from harness import benchmarks
-from harness.assembly.job_config import variant_suffix
-from harness.config import job_memory
-from harness.errors import classify
+from harness import ledger
+from harness.errors import INFRA, classify
 from harness.ledger import MemoryTokenCounter
-from harness.memory import provenance
-from harness.record_fields import (ERROR, ERROR_DETAIL, REWARD, SEED, STARTED_AT, STEPS, SUCCESS, TASK_ID,
-                                    TRAJECTORY, TRIAL)
-from harness.records import Finished
-from harness.runner.reflect_and_retry import record_facts
-from harness.serving.model_client import ProviderUnusable, provider_stats
+from harness.records import Outcome
+from harness.row import Row
+from harness.runner.job import Job, slug
+from harness.serving.model_client import ProviderUnusable
 from harness.serving.models import ModelSpec
 from harness.store import now_iso
 
-SCHEMA_VERSION = 1
-TRAJECTORIES = "trajectories"  # the run directory's folder of trajectory files
 
-
-def trial_seeds(seed: int, trials: int) -> list[int]:
-    """Same derivation as tau2's run_tasks, so trial seeds match a plain `tau2 run`."""
-    rng = random.Random(seed)
-    return [rng.randint(0, 1000000) for _ in range(trials)]
-
-
-def job_key(cfg: Any) -> str:
-    """benchmark/split/model/strategy, plus `@placement=...,answer_mode=...` for non-default request assembly."""
-    variant = cfg.strategy.get("variant")  # e.g. a dose cell (configs/strategy/dose/): its options set apart
-    strategy = f"{cfg.strategy.name}({variant})" if variant else cfg.strategy.name
-    return (f"{cfg.benchmark.name}/{cfg.benchmark.split}/{cfg.model.name}/{strategy}"
-            f"{variant_suffix(cfg.benchmark, benchmarks.default_placement(cfg.benchmark))}")
-
-
-def slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
-
-
-def build_strategy(cfg: Any, model: ModelSpec, artifacts_dir: Path | None, bench: Any = None) -> Any:
-    options = OmegaConf.to_container(cfg.strategy.options)
+def build_strategy(job: Job, model: ModelSpec, artifacts_dir: Optional[Path]) -> Any:
+    """The job's strategy; artifacts_dir: where a learning strategy saves its memory (None in a Ray worker)."""
     # what an online learner writes as its playbook's learned_from (it adds the tasks it learned from)
-    source = {"benchmark": cfg.benchmark.name, "split": cfg.benchmark.split, "model": model.name,
-              "ground_truth": strategies.uses_ground_truth(cfg.strategy.name, options),
-              "task_set": bench.task_set if bench is not None else None}
-    return strategies.create(cfg.strategy.name, strategies.StrategyContext(
-        options=options, memory_path=job_memory(cfg), artifacts_dir=artifacts_dir, model=model.name,
-        model_kwargs={**OmegaConf.to_container(cfg.model.kwargs), **model.served_kwargs()}, learned_from=source))
+    source = {"benchmark": job.cfg.benchmark.name, "split": job.cfg.benchmark.split, "model": model.name,
+              "ground_truth": job.capabilities.uses_ground_truth,
+              "task_set": job.benchmark.task_set if job.benchmark is not None else None}
+    kwargs = dict(job.cfg.model.kwargs)
+    return strategies.create(job.strategy_name, strategies.StrategyContext(
+        options=dict(job.strategy_options), memory_path=job.memory, artifacts_dir=artifacts_dir, model=model.name,
+        model_kwargs={**kwargs, **model.served_kwargs()}, learned_from=source))
 
 
 class EpisodeRunner:
-    """Runs one (task, trial) of a job and returns its record: the same code in the runner and in a Ray worker
-    (harness/runner/executors.py), which passes a scratch `root` and hands the trajectory file to the driver."""
+    """Runs one (task, trial) of a job and returns its Outcome: the same code in the job loop and in a Ray worker,
+    which passes a scratch `root` and hands the trajectory file to the driver. `on_step`: told of every agent
+    step (the job's progress line)."""
 
-    def __init__(self, cfg: Any, bench: Any, model: ModelSpec, strategy: Any, counter: MemoryTokenCounter,
-                 root: Path):
-        key = job_key(cfg)
-        self.bench, self.model, self.strategy, self.counter, self.root = bench, model, strategy, counter, root
-        self.slug = slug(key.replace("/", "__"))
-        self.seeds = trial_seeds(cfg.benchmark.seed, cfg.benchmark.trials)
-        self.stopped: ProviderUnusable | None = None  # set by the first episode that finds the provider unusable
-        self.common = {"schema": SCHEMA_VERSION, "run": cfg.run_name, "job": key, "benchmark": cfg.benchmark.name,
-                       "split": cfg.benchmark.split, "model": model.name, "user_model": model.user_name,
-                       "strategy": cfg.strategy.name, "memory": job_memory(cfg),
-                       **({"strategy_variant": cfg.strategy.variant} if cfg.strategy.get("variant") else {}),
-                       # IN-SAMPLE | unknown provenance | held-out | None (no memory): tables label the rows
-                       "memory_provenance": provenance.job_provenance(cfg, bench),
-                       "placement": cfg.benchmark.placement, "context_policy": cfg.benchmark.context_policy,
-                       "answer_mode": cfg.benchmark.answer_mode}
+    def __init__(self, job: Job, bench: Any, model: ModelSpec, strategy: Any, root: Path,
+                 on_step: Optional[Callable[[], None]] = None):
+        self.job, self.bench, self.model, self.strategy, self.root = job, bench, model, strategy, root
+        self.counter = MemoryTokenCounter(model.name)
+        self.on_step = on_step
+        self.stopped: Optional[str] = None  # set by the first episode that finds the provider unusable
 
-    def __call__(self, task: Any, trial: int, rerun: int = 0) -> Finished:
-        """The episode's results.jsonl record and its trajectory (None when the episode produced no result).
-        rerun > 0: a learning strategy's re-run of the same episode (harness/runner/reflect_and_retry.py)."""
+    def __call__(self, task: Any, trial: int, rerun: int = 0, view: Any = None) -> Outcome:
+        """rerun > 0: a learning strategy's re-run of the same episode (harness/runner/reflect_and_retry.py);
+        view: what the trial sees, sent by the driver with an online learner's episode on Ray (else the
+        strategy's own `for_trial`)."""
         if self.stopped is not None:  # the job is stopping: episodes queued behind it make no call
-            raise self.stopped
+            return Outcome(stop=self.stopped)
         started_at = now_iso()
         again = f"__r{rerun}" if rerun else ""
-        rel = Path(TRAJECTORIES) / self.slug / f"{slug(str(task.id))}__t{trial}{again}.json"
-        for_trial = getattr(self.strategy, "for_trial", None)  # an online learner: one stream per trial
-        strategy = for_trial(trial) if for_trial is not None else self.strategy
-        try:
-            with provider_stats() as stats:  # retries of this episode's model calls
-                episode, trajectory = self.bench.run_episode(task, trial=trial, seed=self.seeds[trial],
+        rel = self.job.trajectories / f"{slug(str(task.id))}__t{trial}{again}.json"
+        strategy = view if view is not None else self.strategy.for_trial(trial)  # an online learner: its stream
+        with ledger.episode(on_step=self.on_step) as calls:
+            try:
+                episode, trajectory = self.bench.run_episode(task, trial=trial, seed=self.job.seeds[trial],
                                                              strategy=strategy, model=self.model,
                                                              counter=self.counter, trajectory_path=self.root / rel)
-            fields = {**episode.fields(), **stats.fields(), **record_facts(strategy, trajectory)}
-        except ProviderUnusable as exc:  # bad key / unknown model: no record; the job stops (harness/run.py)
-            self.stopped = exc
-            raise
-        except Exception as exc:  # the episode machinery itself failed: keep the sweep alive, label it
-            error, detail = classify(exc)  # "harness" unless it is a provider/worker failure after retries
-            return self.failed(task, trial, error, detail, started_at), None
-        return {**self.common, TRIAL: trial, SEED: self.seeds[trial], **fields,
-                **({"reflection_rerun": rerun} if rerun else {}), TRAJECTORY: str(rel), STARTED_AT: started_at}, \
-            trajectory
+                facts = strategy.record_facts(trajectory)
+            except ProviderUnusable as exc:  # bad key / unknown model: no row; the job stops (harness/run.py)
+                self.stopped = str(exc)
+                return Outcome(stop=self.stopped)
+            except Exception as exc:  # the episode machinery itself failed: keep the sweep alive, label it
+                error, detail = classify(exc)  # "harness" unless it is a provider/worker failure after retries
+                row = self.failed(task, trial, error, detail, started_at)
+                return Outcome(row=row, unreachable=unreachable(row, calls))
+        row = Row.of((self.job.row_fields, "benchmark_extra"), ({"trial": trial, "seed": self.job.seeds[trial]},
+                     "benchmark_extra"), (episode.fields(), "benchmark_extra"), (facts, "strategy_extra"),
+                     ({"reflection_rerun": rerun} if rerun else {}, "strategy_extra"),
+                     ({"trajectory": str(rel), "started_at": started_at}, "learner_extra"))
+        return Outcome(row=row, trajectory=trajectory, unreachable=unreachable(row, calls))
 
-    def failed(self, task: Any, trial: int, error: str, detail: str, started_at: str) -> dict[str, Any]:
-        """The record of an episode that produced no result of its own (no trajectory)."""
-        return {**self.common, TRIAL: trial, SEED: self.seeds[trial], TASK_ID: task.id, SUCCESS: False,
-                REWARD: 0.0, STEPS: 0, ERROR: error, ERROR_DETAIL: detail, TRAJECTORY: None,
-                STARTED_AT: started_at}
+    def failed(self, task: Any, trial: int, error: str, detail: str, started_at: str) -> Row:
+        """The row of an episode that produced no result of its own (no trajectory)."""
+        return Row.of((self.job.row_fields, "benchmark_extra"),
+                      ({"trial": trial, "seed": self.job.seeds[trial], "task_id": task.id, "success": False,
+                        "reward": 0.0, "steps": 0, "error": error, "error_detail": detail, "trajectory": None,
+                        "started_at": started_at}, "benchmark_extra"))
+
+
+def unreachable(row: Row, calls: Any) -> Optional[str]:
+    """The endpoint an infra episode could not reach (a call that failed to connect on every attempt), else None."""
+    return calls.provider.unreachable if row.get("error") == INFRA else None

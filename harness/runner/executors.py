@@ -1,37 +1,33 @@
-"""Where a job's episodes run: a thread pool in this process (default) or one Ray task per episode.
+"""Where a job's episodes run: a thread pool in this process (default), one Ray task per episode
+(harness/runner/ray_executor.py), or, for an online learner, its learning streams (harness/runner/streams.py):
+one per trial, side by side, each in order, when the strategy declares `trial_streams`; else one stream, in order.
 
-The runner hands an executor the (task, trial) pairs to run and the job's `EpisodeRunner` (harness/runner/episode.py);
-the executor yields each finished (record, trajectory). Whatever the executor, this process stays the only writer of
-the run directory: a Ray worker runs the episode with a scratch directory of its own and returns the
-record and the trajectory file's bytes; the driver writes the file, then the runner appends the record.
-So a cluster needs no shared filesystem and no cross-node file locks. docs/scaling.md has the user's view.
+The runner hands an executor the (task, trial) pairs to run, the job's `EpisodeRunner`
+(harness/runner/episode.py), the budget (which decides in this process which episode may start) and `after`,
+what becomes of an episode's outcome before the next episode of its stream starts (the attempt number, an online
+learner's update). Every executor yields each episode's finished `Outcome` (harness/records.py) as it ends.
+Whatever the executor, this process stays the only writer of the run directory. docs/scaling.md has the user's
+view.
 """
 
 from __future__ import annotations
 
-import atexit
-import logging
-import math
-import os
 import pickle
 import re
-import shutil
 import sys
-import tempfile
-import uuid
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Optional, Union
 
-from harness.record_fields import TRAJECTORY
-from harness.records import Finished
-from harness.store import now_iso, redact_text
-from strategies.atomic import write_text_atomic
+from harness.records import Outcome
+from harness.runner.budget import Budget
+from harness.runner.job import Job
+from harness.runner.ray_executor import RayExecutor, WorkerSetupError, ray_down, ray_up  # noqa: F401  (re-exported)
+from harness.runner.streams import StreamsExecutor
 
 EXECUTORS = ("threads", "ray")
-STOP = "_provider_unusable"  # what a Ray worker returns instead of a record when the job must stop
 _HOST_PORT = re.compile(r"^[\w.\-]+:\d{1,5}$")
+Episodes = Callable[[Any, int], Outcome]
+After = Callable[[Outcome], Outcome]
 
 
 def check_options(ex: Any) -> None:
@@ -64,15 +60,35 @@ def check_options(ex: Any) -> None:
         raise ValueError("executor=ray needs the ray package: run `make setup`") from None
 
 
-def create(cfg: Any, *, learns_online: bool) -> "ThreadsExecutor | RayExecutor":
-    if cfg.executor.name == "ray" and learns_online:
-        print(f"memdeliv: strategy {cfg.strategy.name} learns online: each update must see the episodes before "
-              "it, one at a time, so this job runs on threads in this process (executor=ray is for strategies "
-              "that do not learn during the run)", file=sys.stderr)
-        return ThreadsExecutor(cfg.concurrency)
-    if cfg.executor.name == "ray":
-        return RayExecutor(cfg)
-    return ThreadsExecutor(cfg.concurrency)
+def create(job: Job, strategy: Any, served: dict[str, Any]) -> "Executor":
+    """The job's executor: `executor.name` for a strategy that does not learn during the run; an online learner's
+    streams otherwise (on Ray too when its trial views can travel to a worker)."""
+    concurrency = int(job.cfg.concurrency)
+    if not strategy.learns_online:
+        return RayExecutor(job, served) if job.executor == "ray" else ThreadsExecutor(concurrency)
+    if not strategy.trial_streams:  # one learning stream: every update must see all the episodes before it
+        if job.executor == "ray" or concurrency > 1:
+            print(f"memdeliv: strategy {job.strategy_name} learns online in one stream: each update must see the "
+                  "episodes before it, so this job runs its episodes one at a time, in order, in this process",
+                  file=sys.stderr)
+        return InOrderExecutor()
+    if job.executor == "ray" and not _travels(strategy):
+        print(f"memdeliv: strategy {job.strategy_name}: its trial view cannot be sent to a Ray worker (it does not "
+              "pickle), so its streams run in threads of this process", file=sys.stderr)
+        return StreamsExecutor(job, strategy, served, ray=False)
+    return StreamsExecutor(job, strategy, served, ray=job.executor == "ray")
+
+
+def _travels(strategy: Any) -> bool:
+    try:
+        pickle.dumps(strategy.for_trial(0))
+    except Exception:
+        return False
+    return True
+
+
+def _same(outcome: Outcome) -> Outcome:
+    return outcome
 
 
 class ThreadsExecutor:
@@ -81,10 +97,17 @@ class ThreadsExecutor:
     def __init__(self, concurrency: int):
         self.concurrency = max(1, int(concurrency))
 
-    def run(self, todo: list[tuple[Any, int]], episodes: Any, served: dict[str, Any]) -> Iterator[Finished]:
+    def run(self, todo: list[tuple[Any, int]], episodes: Episodes, budget: Optional[Budget] = None,
+            after: After = _same) -> Iterator[Outcome]:
+        start = budget.gate(episodes) if budget is not None else episodes
+
+        def one(task: Any, trial: int) -> Outcome:
+            outcome = start(task, trial)
+            return after(outcome) if outcome.row is not None else outcome
+
         pool = ThreadPoolExecutor(max_workers=self.concurrency)
         try:
-            futures = [pool.submit(episodes, task, trial) for task, trial in todo]
+            futures = [pool.submit(one, task, trial) for task, trial in todo]
             for fut in as_completed(futures):
                 yield fut.result()
         except BaseException:  # Ctrl-C or the consumer failed: what is recorded stays recorded
@@ -93,185 +116,23 @@ class ThreadsExecutor:
         pool.shutdown(wait=True)
 
 
-# ---------------------------------------------------------------------------------------------- Ray: driver
+class InOrderExecutor:
+    """An online learner with one stream: strictly in order in the consumer's thread (trial 0's tasks, then trial
+    1's...), each started only after the previous one's update, so each sees the memory the previous episode
+    left; the task order is fixed whatever `concurrency` says."""
+
+    name = "in order"
+
+    def runner(self, episodes: Episodes) -> Episodes:
+        """How one episode runs when the caller waits for it (an online learner's re-runs): right here."""
+        return episodes
+
+    def run(self, todo: list[tuple[Any, int]], episodes: Episodes, budget: Optional[Budget] = None,
+            after: After = _same) -> Iterator[Outcome]:
+        start = budget.gate(episodes) if budget is not None else episodes
+        for task, trial in todo:
+            outcome = start(task, trial)
+            yield after(outcome) if outcome.row is not None else outcome
 
 
-@dataclass
-class RayJob:
-    """What a worker needs to run episodes of one job; shipped once per job (ray.put)."""
-
-    cfg: Any  # the job's DictConfig, interpolations unresolved (secrets are resolved from the worker's env)
-    served: dict[str, Any]  # ModelSpec.served_kwargs() of the driver (a managed local server's address)
-    token: str  # one per job run: a worker's cached context belongs to exactly one
-
-
-class WorkerSetupError(RuntimeError):
-    """A worker could not build the job (strategy, benchmark, model): a problem of the node, not an episode."""
-
-
-_started: dict[str, Any] = {}  # the local Ray this process started, and with which options
-
-
-def ray_up(ex: Any) -> Any:
-    """Connect to (or start) the Ray of `executor`; a local one is started once per process and reused."""
-    import ray
-
-    want = (ex.address, ex.num_cpus, ex.cpus_per_episode)
-    if ray.is_initialized():
-        if not _started or _started.get("options") == want:
-            return ray  # ours already, or someone else's (e.g. inside a hydra-ray-launcher job): use it
-        ray_down()
-    quiet = logging.WARNING
-    if ex.address is None:
-        # Ray binds its servers on every interface unless it runs as a single-machine "cluster"; this switch
-        # (named for Windows/macOS, read by Ray on Linux too) keeps the GCS, raylet and workers on 127.0.0.1.
-        from ray._private import ray_constants
-
-        was = ray_constants.ENABLE_RAY_CLUSTER
-        # Ray 2.60 turns token authentication on for a new local cluster (kept: the safer default) and logs a
-        # WARNING that it did, at every start; that notice alone is muted here (docs/scaling.md)
-        auth_log = logging.getLogger("ray._private.authentication.authentication_token_setup")
-        auth_level = auth_log.level
-        auth_log.setLevel(logging.ERROR)
-        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # read by the processes ray.init starts
-        ray_constants.ENABLE_RAY_CLUSTER = False  # and by this one, which imported ray before the variable was set
-        try:
-            # keep a worker per episode slot alive between jobs (Ray's default ends idle ones beyond num_cpus,
-            # and fractional cpus_per_episode then pays a fresh tau2 import per worker at every job)
-            slots = math.ceil((ex.num_cpus or os.cpu_count() or 1) / float(ex.cpus_per_episode))
-            ray.init(address="local", num_cpus=ex.num_cpus, include_dashboard=False, logging_level=quiet,
-                     _node_ip_address="127.0.0.1", _system_config={"num_workers_soft_limit": slots})
-        finally:
-            os.environ.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
-            ray_constants.ENABLE_RAY_CLUSTER = was
-            auth_log.setLevel(auth_level)
-        _started["options"] = want
-    else:
-        ray.init(address=ex.address, logging_level=quiet)
-        _started["options"] = want
-    return ray
-
-
-def ray_down() -> None:
-    """Stop the Ray this process started or joined (its own atexit hook does the same at exit)."""
-    import ray
-
-    if ray.is_initialized():
-        ray.shutdown()
-    _started.clear()
-
-
-class RayExecutor:
-    name = "ray"
-
-    def __init__(self, cfg: Any):
-        self.cfg = cfg
-        self.ex = cfg.executor
-
-    def run(self, todo: list[tuple[Any, int]], episodes: Any, served: dict[str, Any]) -> Iterator[Finished]:
-        ray = ray_up(self.ex)
-        job = ray.put(RayJob(cfg=self.cfg, served=dict(served), token=uuid.uuid4().hex))
-        remote = ray.remote(_episode_in_worker)
-        opts = {"num_cpus": float(self.ex.cpus_per_episode), "max_retries": int(self.ex.max_retries),
-                "retry_exceptions": False}  # Ray reruns an episode only when its worker died, never on an error
-        pending: dict[Any, tuple[Any, int, str]] = {}
-        for task, trial in todo:  # named tasks: `ps` shows ray::episode:<task>:t<trial> for each running one
-            blob = pickle.dumps(task)  # unpickled in the worker after worker_setup(): see there
-            ref = remote.options(name=f"episode:{task.id}:t{trial}", **opts).remote(job, blob, trial)
-            pending[ref] = (task, trial, now_iso())
-        try:
-            while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1)
-                for ref in ready:
-                    task, trial, submitted = pending.pop(ref)
-                    yield self._collect(ray, ref, episodes, task, trial, submitted), None  # no trajectory
-        finally:
-            for ref in pending:  # Ctrl-C or the consumer failed: stop what is still queued or running
-                ray.cancel(ref, force=True)
-
-    def _collect(self, ray: Any, ref: Any, episodes: Any, task: Any, trial: int, submitted: str) -> dict[str, Any]:
-        try:
-            record, payload = ray.get(ref)
-        except WorkerSetupError:
-            raise  # the job cannot run on this cluster: stop it loudly (episodes recorded so far stay)
-        except ray.exceptions.RayTaskError as exc:  # an exception escaped the episode code: a harness bug
-            print(f"memdeliv: HARNESS ERROR in a Ray worker, task {task.id} trial {trial}: {exc}", file=sys.stderr)
-            return episodes.failed(task, trial, "harness", f"ray task raised: {exc}", submitted)
-        except ray.exceptions.RayError as exc:  # the worker process (or its node) died, also on the retry
-            detail = f"ray worker died (after {int(self.ex.max_retries)} rerun(s)): {type(exc).__name__}: {exc}"
-            return episodes.failed(task, trial, "infra", detail[:1000], submitted)
-        if STOP in record:
-            from harness.serving.model_client import ProviderUnusable
-
-            raise ProviderUnusable(record[STOP])
-        if payload is not None and record.get(TRAJECTORY):
-            write_trajectory(episodes.root / record[TRAJECTORY], payload)
-        return record
-
-
-def write_trajectory(path: Path, payload: bytes) -> None:
-    """The driver's copy of a worker's trajectory file (redacted again here, where every secret is known)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, redact_text(payload.decode("utf-8")))
-
-
-# ---------------------------------------------------------------------------------------------- Ray: worker
-
-_context: dict[str, Any] = {}  # "job" -> (token, EpisodeRunner) of this worker process (one job at a time)
-
-
-def worker_setup() -> None:
-    """Before a worker first unpickles a task (which imports tau2), quiet what the driver quiets at import."""
-    if _context.get("setup"):
-        return
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch of LiteLLM's price map
-    from loguru import logger
-
-    logger.remove()  # as harness/benchmarks/tau2/runtime.py does in-process: tau2 logs at import and every step
-    _context["setup"] = True
-
-
-def _episode_in_worker(job: RayJob, task_blob: bytes, trial: int) -> tuple[dict[str, Any], bytes | None]:
-    worker_setup()
-    task = pickle.loads(task_blob)
-    token, episodes = _context.get("job", (None, None))
-    if token != job.token:
-        episodes = _build_in_worker(job)
-    from harness.serving.model_client import ProviderUnusable
-
-    try:
-        record, _ = episodes(task, trial)  # the trajectory: only online learners need it, and they never run on Ray
-    except ProviderUnusable as exc:  # bad key / unknown model: handed to the driver as data; it stops the job
-        return {STOP: str(exc)}, None
-    payload = None
-    if record.get(TRAJECTORY):
-        path = episodes.root / record[TRAJECTORY]
-        payload = path.read_bytes()
-        path.unlink()
-    return record, payload
-
-
-def _build_in_worker(job: RayJob) -> Any:
-    """The strategy, benchmark and model of a job, built once per worker process from the driver's config."""
-    _, previous = _context.pop("job", (None, None))
-    if previous is not None:  # e.g. AppWorld engines of the last job
-        previous.bench.close()
-    try:
-        from harness import benchmarks
-        from harness.ledger import MemoryTokenCounter
-        from harness.serving.models import ModelSpec
-        from harness.runner.episode import EpisodeRunner, build_strategy
-
-        cfg = job.cfg
-        model = ModelSpec(cfg.model, **job.served)
-        # artifacts_dir=None: a worker never writes the run directory (learning strategies stay on the driver)
-        strategy = build_strategy(cfg, model, artifacts_dir=None)
-        bench = benchmarks.create(cfg.benchmark)
-    except Exception as exc:
-        raise WorkerSetupError(f"a Ray worker on {os.uname().nodename} could not build the job: "
-                               f"{type(exc).__name__}: {exc}") from exc
-    scratch = Path(tempfile.mkdtemp(prefix="memdeliv-ray-"))
-    atexit.register(shutil.rmtree, scratch, True)
-    episodes = EpisodeRunner(cfg, bench, model, strategy, MemoryTokenCounter(model.name), scratch)
-    _context["job"] = (job.token, episodes)
-    return episodes
+Executor = Union[ThreadsExecutor, InOrderExecutor, RayExecutor, StreamsExecutor]

@@ -1,40 +1,42 @@
-"""Infra errors per strategy of one model, read back from the run at the end of each job.
+"""The end-of-job line when the strategies of this job's cell have different infra rates in the run so far.
 
-Infra episodes (still `infra` after retries) count as failed trials (tau2-bench's leaderboard convention), but a
-strategy that causes them (a memory block a provider times out on, say) must also be visible: the end-of-job
-line warns when the strategies of one benchmark/split/model/request assembly recorded so far have different
-infra rates, however small the difference. analysis.tables warns by the same rule.
+The rule and its words are harness/infra_rates.py's, the same as analysis's warnings, over the same cell and the
+same episodes (the latest attempt of each), so the line a job ends with is the table's WARNING line. It reads the
+rows the job read at its start plus those it wrote (harness/runner/loop.py), never the file again.
 """
 
 from __future__ import annotations
 
-from fractions import Fraction
-from pathlib import Path
+from typing import Iterable, Optional
 
-from harness.errors import INFRA
-from harness.store import RunStore, latest_per_episode
+from harness import infra_rates
+from harness.row import Row, latest_per_episode
 
-CELL = ("benchmark", "split", "model", "placement", "context_policy", "answer_mode")
+ASSEMBLY = infra_rates.CELL[3:]  # placement, context_policy, answer_mode
 
 
-def infra_warning(run_dir: str | Path, job: str) -> str | None:
+def infra_warning(rows: Iterable[Row], job: str) -> Optional[str]:
     """One line naming each strategy's infra errors / episodes when their rates differ; None when they agree."""
-    by_job: dict[str, list[dict]] = {}
-    for row in RunStore(run_dir).records():
+    by_job: dict[str, list[Row]] = {}
+    for row in rows:
         by_job.setdefault(row.get("job"), []).append(row)
     if not by_job.get(job):
         return None
-    cell = tuple(by_job[job][0].get(k) for k in CELL)
+    cell = cell_of(by_job[job][0])
     counts: dict[str, tuple[int, int]] = {}
-    for rows in by_job.values():
-        if tuple(rows[0].get(k) for k in CELL) == cell:
-            latest, _ = latest_per_episode(rows)  # an infra episode run again on resume counts once
-            variant = rows[0].get("strategy_variant")  # dose cells of one strategy are rows of their own
-            name = f"{rows[0].get('strategy')}({variant})" if variant else rows[0].get("strategy")
-            counts[name] = (sum(r.get("error") == INFRA for r in latest.values()), len(latest))
-    if len(counts) < 2 or len({Fraction(n, total) for n, total in counts.values()}) < 2:
+    for mine in (rows for rows in by_job.values() if cell_of(rows[0]) == cell):
+        latest, _ = latest_per_episode(mine)  # an infra episode run again on resume counts once
+        label = infra_rates.strategy_label(mine[0].get("strategy"), mine[0].get("strategy_variant"))
+        counts[label] = (sum(r.get("error") == infra_rates.INFRA for r in latest.values()), len(latest))
+    text = infra_rates.differ_text(counts, so_far=True)
+    if not text:
         return None
-    shown = ", ".join(f"{s} {n}/{total}" for s, (n, total) in counts.items())
-    return (f"{'/'.join(str(c) for c in cell[:3])}: infra errors differ between strategies so far ({shown}): a "
-            "strategy may cause them; they count as failed trials (tau2-bench leaderboard convention), see "
-            "error_detail in results.jsonl")
+    # the assembly settings the run varies name the cell, as analysis's `assembly` column does
+    varying = [k for k in ASSEMBLY if len({rows[0].get(k) for rows in by_job.values()}) > 1]
+    setting = ", ".join(f"{k}={by_job[job][0].get(k)}" for k in varying)
+    return (f"{infra_rates.where((*cell[:3], setting))}: {text}; they count as failed trials (tau2-bench leaderboard "
+            "convention), see error_detail in results.jsonl")
+
+
+def cell_of(row: Row) -> tuple:
+    return tuple(row.get(k) for k in infra_rates.CELL)

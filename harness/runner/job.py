@@ -1,49 +1,147 @@
-"""Batch layer: one job (model x strategy x benchmark) = tasks x trials, concurrent, resumable."""
+"""What a job is: one model x strategy x benchmark of a sweep, resolved once from its composed config.
+
+`resolve(cfg)` builds and validates the benchmark adapter, finds the memory artifact and checks its provenance
+(memory learned from the evaluated tasks, or labels off train: refused), reads the strategy's declared
+capabilities, and derives the key, the slug, the run paths, the identity a resume must match, the trial seeds
+and the request-assembly options. Everything after it (the job loop, the executors, the episode runner, the
+store, the budget, a Ray worker) takes the frozen `Job`, never the config. The CLI resolves every job of a sweep
+while it checks them (exit 2 before anything is written) and parks each; the job Hydra then launches in the
+same process claims its parked `Job` instead of resolving again (`resolve`), so the checks run once per job.
+"""
 
 from __future__ import annotations
 
 import hashlib
-import sys
-import time
-from contextlib import closing
-from dataclasses import replace
+import random
+import threading
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from omegaconf import OmegaConf
 
 import strategies
-from harness import benchmarks, secrets
-from harness.assembly.options import DEFAULTS as ASSEMBLY_DEFAULTS
+from harness import benchmarks
+from harness.assembly.job_config import options_for, variant_suffix
+from harness.assembly.options import DEFAULTS as ASSEMBLY_DEFAULTS, AssemblyOptions
 from harness.config import job_memory
-from harness.errors import INFRA, STRATEGY, FailureTally, StrategyError, classify
-from harness.ledger import MemoryTokenCounter
-from harness.memory import provenance
-from harness.runner import executors
-from harness.runner.episode import EpisodeRunner, build_strategy, job_key, slug
-from harness.runner.online_replay import episode_key, reapply_online_updates
-from harness.runner.budget import Budget
-from harness.runner.progress import Progress
-from harness.runner.reflect_and_retry import learner
-from harness.serving.models import ModelSpec, open_model
-from harness.store import RunStore, settled
-from harness.store.joblock import job_lock
+from harness.provenance import job_provenance
+from harness.row import SCHEMA_VERSION
 
-def _file_digest(path: str | None) -> str | None:
+TRAJECTORIES = "trajectories"  # the run directory's folder of trajectory files
+MEMORY = "memory"  # the run directory's folder of what learning strategies save, one folder per job
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What the strategy declares before it is built (strategies.StrategyBase): its option names (None: it
+    checks them itself), whether it reads `memory=` and whether, so configured, it learns from labels."""
+
+    known_options: Optional[tuple[str, ...]]
+    uses_memory: bool
+    uses_ground_truth: bool
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job, resolved. `cfg` is kept for what is built from config nodes (the adapter, the model spec), with
+    interpolations unresolved, so a Ray worker resolves secrets from its own environment."""
+
+    cfg: Any = field(repr=False)
+    key: str  # benchmark/split/model/strategy[(variant)][@assembly]
+    slug: str  # the key as a file name
+    run_dir: Path
+    memory: Optional[str]  # the artifact this job's strategy is given (memory_by_strategy wins over memory)
+    provenance: Optional[str]  # IN-SAMPLE | unknown provenance | held-out | None (no memory used)
+    identity: dict[str, Any]  # what a resume must match (the adapter's identity_extra included)
+    seeds: tuple[int, ...]  # one per trial
+    assembly: AssemblyOptions
+    capabilities: Capabilities
+    executor: str  # the configured executor (threads | ray); an online learner runs in order whatever it says
+    benchmark: Any = field(default=None, repr=False, compare=False)  # the adapter, built and validated once
+
+    def __getstate__(self) -> dict[str, Any]:  # shipped to Ray workers without the adapter: they build their own
+        return {**self.__dict__, "benchmark": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    @property
+    def run_name(self) -> Optional[str]:
+        return self.cfg.run_name
+
+    @property
+    def trials(self) -> int:
+        return int(self.cfg.benchmark.trials)
+
+    @property
+    def strategy_name(self) -> str:
+        return str(self.cfg.strategy.name)
+
+    @cached_property
+    def strategy_options(self) -> dict[str, Any]:
+        return dict(OmegaConf.to_container(self.cfg.strategy.options, resolve=True))
+
+    @property
+    def trajectories(self) -> Path:
+        """The folder of this job's trajectory files, relative to the run directory."""
+        return Path(TRAJECTORIES) / self.slug
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.run_dir / MEMORY / self.slug
+
+    @cached_property
+    def row_fields(self) -> dict[str, Any]:
+        """The job's fields of every row it writes (harness/row.py), in their order."""
+        c = self.cfg
+        return {"schema": SCHEMA_VERSION, "run": c.run_name, "job": self.key, "benchmark": c.benchmark.name,
+                "split": c.benchmark.split, "model": c.model.name, "user_model": c.model.user_name or c.model.name,
+                "strategy": self.strategy_name, "memory": self.memory,
+                **({"strategy_variant": c.strategy.variant} if c.strategy.get("variant") else {}),
+                "memory_provenance": self.provenance, "placement": self.assembly.placement,
+                "context_policy": self.assembly.context_policy, "answer_mode": self.assembly.answer_mode}
+
+    def adapter(self) -> Any:
+        """The benchmark adapter: the one resolve built, or (in a Ray worker) a new one from the config."""
+        return self.benchmark if self.benchmark is not None else benchmarks.create(self.cfg.benchmark)
+
+
+def trial_seeds(seed: int, trials: int) -> tuple[int, ...]:
+    """Same derivation as tau2's run_tasks, so trial seeds match a plain `tau2 run`."""
+    rng = random.Random(seed)
+    return tuple(rng.randint(0, 1000000) for _ in range(trials))
+
+
+def job_key(cfg: Any) -> str:
+    """benchmark/split/model/strategy, plus `@placement=...,answer_mode=...` for non-default request assembly."""
+    variant = cfg.strategy.get("variant")  # e.g. a dose cell (configs/strategy/dose/): its options set apart
+    strategy = f"{cfg.strategy.name}({variant})" if variant else cfg.strategy.name
+    return (f"{cfg.benchmark.name}/{cfg.benchmark.split}/{cfg.model.name}/{strategy}"
+            f"{variant_suffix(cfg.benchmark, benchmarks.default_placement(cfg.benchmark))}")
+
+
+def slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+
+def file_digest(path: Optional[str]) -> Optional[str]:
     if not path or not Path(path).is_file():
         return None
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
-def identity(cfg: Any) -> dict[str, Any]:
+def identity(cfg: Any, memory: Optional[str] = None, digest: Optional[str] = None) -> dict[str, Any]:
     """What must not change when a run is resumed (limit, trials, concurrency may)."""
     m, s, b = cfg.model, cfg.strategy, cfg.benchmark
+    memory = memory if memory is not None else job_memory(cfg)
     return {
         "model": {"name": m.name, "user_name": m.user_name, "kwargs": OmegaConf.to_container(m.kwargs),
                   "tool_mode": m.tool_mode, "gguf": m.gguf,
                   **({"context_window": m.context_window} if m.context_window else {})},
-        "strategy": {"name": s.name, "options": OmegaConf.to_container(s.options)},
-        "memory": {"path": job_memory(cfg), "sha256_16": _file_digest(job_memory(cfg))},
+        "strategy": {"name": s.name, "options": OmegaConf.to_container(s.options, resolve=True)},
+        "memory": {"path": memory, "sha256_16": digest if digest is not None else file_digest(memory)},
         "benchmark": {"name": b.name, "split": b.split, "seed": b.seed, "max_steps": b.max_steps,
                       "max_errors": b.max_errors, "placement": b.placement,
                       # only when not the default, so runs made before these options existed still resume
@@ -51,127 +149,39 @@ def identity(cfg: Any) -> dict[str, Any]:
     }
 
 
-def run_job(cfg: Any) -> dict[str, Any]:
+def capabilities(name: str, options: dict[str, Any]) -> Capabilities:
+    return Capabilities(known_options=strategies.known_options(name), uses_memory=strategies.uses_memory(name),
+                        uses_ground_truth=strategies.uses_ground_truth(name, options))
+
+
+_parked: dict[str, Job] = {}  # config fingerprint -> a job the CLI resolved while checking the sweep
+_parked_lock = threading.Lock()
+
+
+def _fingerprint(cfg: Any) -> str:
+    return OmegaConf.to_yaml(cfg)  # unresolved: the same text for the CLI's compose and Hydra's
+
+
+def resolve(cfg: Any, *, park: bool = False) -> Job:
+    """The job of a composed config; raises ValueError (a benchmark's validate(), provenance) before anything is
+    written. park=True (the CLI's check): keep it for the launch that follows, which then claims it."""
+    with _parked_lock:
+        parked = None if park else _parked.pop(_fingerprint(cfg), None)
+    if parked is not None and parked.identity["memory"]["sha256_16"] == file_digest(parked.memory):
+        return parked  # the artifact is the one checked; anything else changed would change the config
     bench = benchmarks.create(cfg.benchmark)
     bench.validate()
-    provenance.job_provenance(cfg, bench)  # in-sample memory or labels off train: refused before any write
-    store = RunStore(Path(cfg.runs_dir) / cfg.run_name)
+    memory = job_memory(cfg)
+    options = dict(OmegaConf.to_container(cfg.strategy.options, resolve=True))
     key = job_key(cfg)
-    secrets.learn_from_config(OmegaConf.to_container(cfg, resolve=True))  # before any child process or write
-    with job_lock(store, key, slug(key.replace("/", "__"))):  # one process per job (JobLocked otherwise)
-        with open_model(cfg.model, log_dir=store.root) as model:  # a managed local server stops on any exit
-            return _run_job(cfg, bench, model, store)
-
-
-def _run_job(cfg: Any, bench: Any, model: ModelSpec, store: RunStore) -> dict[str, Any]:
-    key = job_key(cfg)
-    strategy = build_strategy(cfg, model, store.root / "memory" / slug(key.replace("/", "__")), bench)
-    extra = bench.identity_extra()  # e.g. τ²: the task set of a data dir, the judge
-    store.open_job(key, OmegaConf.to_container(cfg, resolve=True), {**identity(cfg), **extra})
-    if model.simulated:
-        store.note(f"{model.name} is SIMULATED: a scripted agent with planted success probabilities "
-                   f"(docs/simulated-world.md), not a language model")
-
-    tasks = bench.tasks()
-    by_id = {str(task.id): task for task in tasks}
-    warn_cut_scenarios(store, key, bench.cut_scenarios(tasks))
-    retry_infra = bool(cfg.get("retry_infra", True))
-    latest, dropped = store.latest(key)
-    done = settled(latest, retry_infra)
-    attempts = {k: int(r.get("attempt", 1)) + 1 for k, r in latest.items() if k not in done}  # infra, run again
-    if dropped["duplicates"]:
-        print(f"memdeliv: {key}: {dropped['duplicates']} duplicate record(s) ignored (the last one of each counts)",
-              file=sys.stderr)
-    todo = [(task, trial) for trial in range(cfg.benchmark.trials) for task in tasks if (task.id, trial) not in done]
-    total = len(tasks) * cfg.benchmark.trials
-    one = EpisodeRunner(cfg, bench, model, strategy, MemoryTokenCounter(model.name), store.root)
-
-    online = bool(getattr(strategy, "learns_online", False))
-    # labels (reward, success, evaluator report, gold) reach an online learner only when it is allowed them
-    labels = strategies.uses_ground_truth(cfg.strategy.name, OmegaConf.to_container(cfg.strategy.options))
-    if online:  # an update lost to a crash (or skipped when its provider was down) is applied on resume
-        reapply_online_updates(strategy, bench, store, latest.values(), labels)
-    learn = learner(strategy, bench, one, store, samples=len(tasks), ground_truth=labels) if online else None
-    # an online learner runs strictly in order (trial 0's tasks, then trial 1's...): each episode sees the memory
-    # its stream's previous episode left, so one stream's task order is fixed whatever `concurrency` says
-    sequential = online
-    pool = executors.create(cfg, learns_online=online)  # threads here, or Ray tasks (the driver writes)
-    tally = FailureTally()
-    began = time.perf_counter()
-    budget = Budget(cfg.budget_usd, store.results_path) if cfg.get("budget_usd") is not None else None
-    start = budget.gate(one) if budget is not None else one  # None: an episode the budget held back
-    ran = 0
-    bar = Progress(key, total, total - len(todo), enabled=cfg.progress,
-                   recorded=[r for k, r in latest.items() if k in done])
-    try:
-        finished = (start(task, trial) for task, trial in todo) if sequential else \
-            pool.run(todo, start, served=model.served_kwargs())
-        with closing(finished) as records:  # Ctrl-C: stops the pool; what is recorded stays recorded
-            for item in records:
-                if item is None:  # held back by budget_usd: nothing ran, nothing is recorded
-                    continue
-                record, trajectory = item  # the trajectory: for an online learner, never stored
-                record["attempt"] = attempts.get((record["task_id"], record["trial"]), 1)
-                if cfg.model.get("gguf"):  # `openai/<alias>` is only LiteLLM's route to the local server
-                    record["model_server"] = LOCAL_SERVER
-                if learn is not None and trajectory is not None and record.get("error") not in (INFRA, STRATEGY):
-                    # e.g. ACE online: the playbook evolves during the run; a crash there is the treatment's. The
-                    # update comes before the record and carries the episode key, so neither is lost or doubled
-                    # by a kill between the two (a resumed run re-runs the episode and skips the applied update).
-                    try:
-                        record.update(learn(replace(trajectory, episode=episode_key(record["task_id"], record["trial"])),
-                                            by_id[str(record["task_id"])], record["trial"]) or {})
-                    except StrategyError as exc:
-                        error, detail = classify(exc)
-                        if error == INFRA:  # its provider failed after retries: the episode itself stands
-                            store.note(f"{key}: online update skipped for {record['task_id']} trial "
-                                       f"{record['trial']}: {detail}")
-                        else:
-                            record.update(success=False, error=error, error_detail=detail)
-                store.append(record)
-                tally.add(record)
-                bar.update(1, record)
-                ran += 1
-    finally:
-        bar.close()
-        bench.close()  # e.g. AppWorld's engine workers: never left running
-    note_unreported_cache(store, key, model.name, local=bool(model.api_base))
-    totals = store.job_totals(key)  # over every launch of the job (a resume adds to them)
-    episodes_done = len(done) + ran
-    if budget is not None and budget.stopped:
-        print(f"memdeliv: {key}: {budget.line(episodes_done, total)}; rerun with run_name={cfg.run_name} and a "
-              "higher budget_usd to resume", file=sys.stderr)
-    store.close_job(key, tasks=len(tasks), trials=cfg.benchmark.trials, ran=ran, skipped=len(done),
-                    **({"budget": budget.facts(episodes_done, total)} if budget is not None else {}),
-                    infra_rerun=len(attempts), **{**tally.facts(), **totals}, executor=pool.name,
-                    **({"updates_lost": sum(bool(r.get("update_lost")) for r in store.records() if r["job"] == key)}
-                       if online else {}),  # an online update lost after its retries: counted, not only in history
-                    wall_s=round(time.perf_counter() - began, 3), **bench.manifest_facts())
-    tally.warn(key)
-    return {"job": key, "run_dir": str(store.root), "ran": ran, "skipped": len(done),
-            **({"budget_stopped": budget.line(episodes_done, total)} if budget is not None and budget.stopped else {}),
-            "infra_errors": tally.errors.get(INFRA, 0), "errors": dict(tally.errors), "retried": totals["retried"],
-            "recovered": totals["recovered"], "infra_rerun": len(attempts), "executor": pool.name}
-
-
-LOCAL_SERVER = "local llama.cpp"
-
-
-def warn_cut_scenarios(store: RunStore, key: str, cut: list[str]) -> None:
-    """A LIMIT (or task_ids) that keeps only part of a scenario: SGC will skip it; say so before running."""
-    if not cut:
-        return
-    text = (f"{key}: {len(cut)} scenario(s) only partly selected by benchmark.limit/task_ids "
-            f"({', '.join(cut[:5])}{', ...' if len(cut) > 5 else ''}): SGC uses complete scenarios only")
-    print(f"memdeliv: warning: {text}", file=sys.stderr)
-    store.note(text)
-
-
-def note_unreported_cache(store: RunStore, key: str, model: str, local: bool = False) -> None:
-    """cached_tokens is null where the provider reported none; say so where a reader of the run looks."""
-    rows = [r for r in store.records() if r["job"] == key and r.get("prompt_tokens")]
-    if any(r.get("cached_tokens") is None for r in rows):
-        why = (" (llama-cpp-python's server never reports them; bench/cache.py measures prefix reuse from the "
-               "local server's log instead)") if local else ""
-        store.note(f"{model}: the provider did not report cached prompt tokens on every call, so cached_tokens "
-                   f"is null there{why}")
+    job = Job(cfg=cfg, key=key, slug=slug(key.replace("/", "__")), run_dir=Path(cfg.runs_dir) / str(cfg.run_name),
+              memory=memory, provenance=job_provenance(cfg, bench, memory),
+              identity={**identity(cfg, memory), **bench.identity_extra()},
+              seeds=trial_seeds(cfg.benchmark.seed, cfg.benchmark.trials),
+              assembly=options_for(cfg.benchmark, cfg.model),
+              capabilities=capabilities(str(cfg.strategy.name), options), executor=str(cfg.executor.name),
+              benchmark=bench)
+    if park:
+        with _parked_lock:
+            _parked[_fingerprint(cfg)] = job
+    return job

@@ -3,18 +3,21 @@
 The runner applies an episode's update (with `trajectory.episode` set to the episode's key) before it writes
 the episode's record, so a crash between the two re-runs the episode and the learner skips the key it already
 applied. A learner that commits the keys it applied together with its memory (ACE online writes them into the
-same atomic playbook file) exposes them as `applied_episodes()`. On resume, every recorded episode the learner
-has not applied (an update skipped because its provider was down, or a run made before this order) is replayed
-from its stored trajectory, in record order, before new episodes run. Learners without the hook are left as
-they are.
+same atomic playbook file) returns them from `applied_episodes()`. On resume, every recorded episode the
+learner has not applied (an update skipped because its provider was down, or a run made before this order) is
+replayed from its stored trajectory, in record order, before new episodes run. Learners that keep no keys
+(`applied_episodes()` is None, StrategyBase's default) are left as they are.
 """
 
 from __future__ import annotations
 
 import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Iterable
 
+from harness.errors import INFRA
+from harness.row import Row
 from harness.runner.reflect_and_retry import shown
 
 
@@ -22,17 +25,16 @@ def episode_key(task_id: Any, trial: int) -> str:
     return f"{task_id}#{trial}"
 
 
-def reapply_online_updates(strategy: Any, bench: Any, store: Any, records: Iterable[dict[str, Any]],
+def reapply_online_updates(strategy: Any, bench: Any, run_dir: Path, records: Iterable[Row],
                            ground_truth: bool = False) -> int:
     """Replays go to the episode's own stream (its key carries the trial), with labels only when allowed."""
-    applied_of = getattr(strategy, "applied_episodes", None)
-    if applied_of is None:
+    applied = strategy.applied_episodes()
+    if applied is None:
         return 0
-    applied = set(applied_of())
-    pending = [r for r in records if r.get("error") != "infra" and r.get("trajectory")
+    pending = [r for r in records if r.get("error") != INFRA and r.get("trajectory")
                and episode_key(r["task_id"], r["trial"]) not in applied]
     for record in pending:  # file order: the order the updates were due
-        trajectory = bench.load_trajectory(store.root / record["trajectory"], record)
+        trajectory = bench.load_trajectory(run_dir / record["trajectory"], record)
         if trajectory is None:  # a benchmark that cannot read its trajectories back (BenchmarkBase's default)
             return 0
         episode = replace(trajectory, episode=episode_key(record["task_id"], record["trial"]))

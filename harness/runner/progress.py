@@ -1,13 +1,15 @@
 """A job's progress: a tqdm bar on a terminal, a plain line every `every` seconds otherwise.
 
 Both show episodes done / total, the running success rate, errors by label, the USD spent so far (the job's
-recorded costs, every role) and the projected total (spent + episodes left x the mean cost of an episode);
-`unpriced` when a model has no price, never $0.
+recorded costs, every role: agent, user simulator, judge, the strategy's own calls) and the projected total
+(spent + episodes left x the mean cost of an episode). What is not known is never shown as $0, and reads as the
+tables read it: `USD n/a (unpriced)` when a model of the job has no price, `USD n/a` while no episode has a
+priced call (e.g. every episode so far failed before its first call).
 
 A log file gets readable lines instead of one line of thousands of `\\r` updates. Either way the agent steps
 taken so far are shown, so a job of a few long episodes (the offline default: one task) is seen to move before
-its first episode ends. Steps are counted in this process (harness.ledger.steps_taken): with executor=ray the
-workers' steps are not seen, only finished episodes.
+its first episode ends. Steps are counted by this job's episode ledgers in this process (`step`, the ledgers'
+`on_step`): with executor=ray the workers' steps are not seen, only finished episodes.
 """
 
 from __future__ import annotations
@@ -16,28 +18,31 @@ import sys
 import threading
 import time
 from collections import Counter
-from typing import Any, Iterable, Optional, TextIO
+from typing import Iterable, Optional, TextIO
 
 from tqdm import tqdm
 
-from harness.ledger import steps_taken
+from harness.row import Row
 from harness.runner.budget import episode_cost
+
+# the roles whose figure says a call was priced (a judge that made no call is recorded as $0.0, not priced)
+PRICED_ROLES = ("cost_usd", "user_cost_usd", "strategy_cost_usd")
 
 
 class Progress:
     def __init__(self, key: str, total: int, done: int, enabled: bool = True, stream: TextIO | None = None,
-                 every: float = 30.0, tick: float = 1.0, recorded: Iterable[dict[str, Any]] = ()):
+                 every: float = 30.0, tick: float = 1.0, recorded: Iterable[Row] = ()):
         self.key, self.total, self.done = key, total, done
         # `recorded`: the job's records from before (a resume), so rates and spend cover the whole job
         self.successes, self.seen, self.errors = 0, 0, Counter()
-        self.spent, self.priced, self.unpriced = 0.0, 0, 0
+        self.spent, self.priced, self.unpriced = 0.0, 0, 0  # priced: episodes with a priced call
         self._lock = threading.Lock()
         for record in recorded:
             self._count(record)
         self.stream = stream or sys.stderr
         self.enabled, self.every, self.tick = enabled, every, tick
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self._steps0, self._began = steps_taken(), time.monotonic()
+        self.tty = bool(self.stream.isatty())
+        self._steps, self._began = 0, time.monotonic()
         self._stop = threading.Event()
         self._bar = tqdm(total=total, initial=done, desc=key, file=self.stream, dynamic_ncols=True) \
             if enabled and self.tty else None
@@ -47,19 +52,25 @@ class Progress:
 
     @property
     def steps(self) -> int:
-        return steps_taken() - self._steps0
+        return self._steps
 
-    def _count(self, record: dict[str, Any]) -> None:
+    def step(self) -> None:
+        """One more agent step of this job (each episode's ledger calls it, harness.ledger.episode)."""
+        with self._lock:
+            self._steps += 1
+
+    def _count(self, record: Row) -> None:
         with self._lock:
             self.seen += 1
             self.successes += bool(record.get("success"))
             if record.get("error"):
                 self.errors[str(record["error"])] += 1
             cost = episode_cost(record)
-            if cost is None:
+            own = record.get("strategy_cost_usd")  # a strategy's own calls (tables add them: usd_strategy/task)
+            if cost is None or (own is None and record.get("strategy_calls")):
                 self.unpriced += 1
-            else:
-                self.spent += cost
+            elif any(record.get(role) is not None for role in PRICED_ROLES):
+                self.spent += cost + (own or 0.0)
                 self.priced += 1
 
     def stats(self) -> str:
@@ -69,10 +80,12 @@ class Progress:
             if self.errors:
                 parts.append("errors: " + ", ".join(f"{k} {v}" for k, v in sorted(self.errors.items())))
             if self.unpriced:
-                parts.append("USD unpriced")
+                parts.append("USD n/a (unpriced)")
             elif self.priced:
                 projected = self.spent + max(0, self.total - self.done) * self.spent / self.priced
                 parts.append(f"${self.spent:.4f} spent, ~${projected:.4f} projected")
+            elif self.seen:
+                parts.append("USD n/a")
         return ", ".join(parts)
 
     def line(self) -> str:
@@ -80,7 +93,7 @@ class Progress:
         return (f"memdeliv: {self.key}: {self.done}/{self.total} episodes, {self.steps} agent steps, {self.stats()}, "
                 f"{elapsed // 60}m{elapsed % 60:02d}s")
 
-    def update(self, n: int = 1, record: Optional[dict[str, Any]] = None) -> None:
+    def update(self, n: int = 1, record: Optional[Row] = None) -> None:
         self.done += n
         if record is not None:
             self._count(record)

@@ -17,7 +17,7 @@ from typing import Any
 import litellm
 from litellm import CustomLLM, ModelResponse
 
-from harness.scripted import register_provider
+from harness.serving.providers import Provider, register_provider
 
 PROVIDER = "memdeliv-scripted-ace"
 MODEL = f"{PROVIDER}/roles"
@@ -57,3 +57,6 @@ def _curation(prompt: str) -> dict[str, Any]:
 def install() -> ScriptedAceRoles:
     """Register the scripted roles under PROVIDER (idempotent) and return the handler."""
     return register_provider(PROVIDER, ScriptedAceRoles(), replace=False)
+
+
+SERVED = Provider(PROVIDER, install)  # its entry point (pyproject.toml, memdeliv.providers)

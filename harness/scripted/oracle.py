@@ -21,7 +21,8 @@ from typing import Any
 import litellm
 from litellm import CustomLLM, ModelResponse
 
-from harness.scripted import register_provider
+from harness.scripted.token_count import prompt_tokens
+from harness.serving.providers import Provider, register_provider
 
 PROVIDER = "memdeliv-scripted"
 DONE_MARKER = "[scripted agent: done]"
@@ -48,7 +49,7 @@ class ScriptedOracle(CustomLLM):
                                     for m in messages if m.get("role") == "system")
             message = _agent_turn(messages, script, sabotaged)
         completion_text = message.get("content") or json.dumps(message.get("tool_calls"))
-        prompt = litellm.token_counter(model="gpt-4o", messages=_countable(messages))
+        prompt = prompt_tokens("gpt-4o", _countable(messages))  # litellm.token_counter's figure, kept per message
         out = litellm.token_counter(model="gpt-4o", text=completion_text)
         return ModelResponse(
             model=f"{PROVIDER}/{model}",
@@ -109,3 +110,6 @@ def _countable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def install() -> None:
     """Register the provider with LiteLLM (idempotent)."""
     register_provider(PROVIDER, ScriptedOracle(), replace=False)
+
+
+SERVED = Provider(PROVIDER, install)  # its entry point (pyproject.toml, memdeliv.providers)

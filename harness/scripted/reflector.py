@@ -17,7 +17,7 @@ from typing import Any
 import litellm
 from litellm import CustomLLM, ModelResponse
 
-from harness.scripted import register_provider
+from harness.serving.providers import Provider, register_provider
 
 PROVIDER = "memdeliv-scripted-reflector"
 MODEL = f"{PROVIDER}/templates"
@@ -82,3 +82,6 @@ def _consolidation_answer(prompt: str, system: str) -> str:
 def install() -> None:
     """Register the provider with LiteLLM (idempotent)."""
     register_provider(PROVIDER, ScriptedReflector(), replace=False)
+
+
+SERVED = Provider(PROVIDER, install)  # its entry point (pyproject.toml, memdeliv.providers)

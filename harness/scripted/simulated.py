@@ -15,7 +15,8 @@ A failed draw drops the task's last gold *write* whose omission changes tau2's D
 by replaying the gold actions; some gold writes fail and change nothing), so the DB check fails; a task without
 such a write drops the facts to communicate; a task with neither answers with an unparseable tool call (a
 recorded agent error). Every final message carries `[simulated: p=... u=... outcome=...]`, so each trajectory says
-what the agent read and drew.
+what the agent read and drew (with `harmful=N` when the artifact plants harm and the prompt carried N harmful
+lessons: docs/robustness.md).
 
 Model config (configs/model/simulated.yaml): `profile` (strong | small) and `world` (the artifact of
 `make simulated-memory`) reach it through LiteLLM metadata; the user side is the oracle's scripted user.
@@ -33,11 +34,15 @@ from typing import Any
 import litellm
 from litellm import CustomLLM, ModelResponse
 
-from harness.scripted import oracle, register_provider
+from harness.scripted import oracle
+from harness.scripted.token_count import prompt_tokens
+from harness.serving.providers import Provider, register_provider
 from strategies import simulated_world as world
 
 PROVIDER = world.PROVIDER
-TAG = re.compile(r"\[simulated: p=([0-9.]+) u=([0-9.]+) relevant=(\d+) memory_tokens=(\d+) outcome=(\w+)\]")
+# `harmful=N` appears only when the world planted harm and N > 0, so a world without harms writes what it always did
+TAG = re.compile(r"\[simulated: p=([0-9.]+) u=([0-9.]+) relevant=(\d+) memory_tokens=(\d+)(?: harmful=(\d+))? "
+                 r"outcome=(\w+)\]")
 
 
 class SimulatedAgent(CustomLLM):
@@ -59,7 +64,7 @@ class SimulatedAgent(CustomLLM):
             message = agent_turn(messages, script, world.profile(meta.get("profile") or model.split("/")[-1]),
                                  world.load_world(meta["world"]), seed, episode=str(meta["episode"]))
         text = message.get("content") or json.dumps(message.get("tool_calls"))
-        prompt = litellm.token_counter(model=world.TOKENIZER, messages=oracle._countable(messages))
+        prompt = prompt_tokens(world.TOKENIZER, oracle._countable(messages))  # as litellm.token_counter counts
         out = litellm.token_counter(model=world.TOKENIZER, text=text)
         return ModelResponse(
             model=f"{PROVIDER}/{model}",
@@ -76,6 +81,7 @@ class EpisodeDraw:
     u: float
     relevant: int
     memory_tokens: int
+    harmful: int = 0  # planted harmful guidelines read (docs/robustness.md)
 
     @property
     def success(self) -> bool:
@@ -103,7 +109,8 @@ def _episode(messages: list[dict[str, Any]], task_id: str, prof: world.Profile, 
                 return _episodes[episode]
     reading = world.read_prompt(messages, w)
     state = _Episode(EpisodeDraw(reading.p(prof, w, task_id), world.draw(task_id, seed, reading.key),
-                                 len(w.relevant_ids(task_id, reading.delivered)), reading.memory_tokens))
+                                 len(w.relevant_ids(task_id, reading.delivered)), reading.memory_tokens,
+                                 len(w.harmful_ids(task_id, reading.delivered))))
     if episode is not None:
         with _episodes_lock:
             state = _episodes.setdefault(episode, state)
@@ -131,7 +138,8 @@ def agent_turn(messages: list[dict[str, Any]], script: dict[str, Any], prof: wor
         else:
             broken = True
     tag = (f"[simulated: p={p:.6f} u={u:.6f} relevant={drawn.relevant} "
-           f"memory_tokens={drawn.memory_tokens} outcome={'success' if ok else 'failure'}]")
+           f"memory_tokens={drawn.memory_tokens}{f' harmful={drawn.harmful}' if drawn.harmful else ''} "
+           f"outcome={'success' if ok else 'failure'}]")
     shown = sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
     done = max(shown, state.calls_made)
     if broken:  # nothing to leave out: the agent fails by answering with a tool call that does not parse
@@ -149,8 +157,11 @@ def parse_tag(text: str) -> dict[str, Any] | None:
     if not m:
         return None
     return {"p": float(m.group(1)), "u": float(m.group(2)), "relevant": int(m.group(3)),
-            "memory_tokens": int(m.group(4)), "success": m.group(5) == "success"}
+            "memory_tokens": int(m.group(4)), "harmful": int(m.group(5) or 0), "success": m.group(6) == "success"}
 
 
 def install() -> None:
     register_provider(PROVIDER, SimulatedAgent(), replace=False)
+
+
+SERVED = Provider(PROVIDER, install, simulated=True)  # its entry point (pyproject.toml, memdeliv.providers)

@@ -12,9 +12,9 @@ from typing import Any
 
 import litellm
 
-from harness.config import CONFIG_DIR
+from harness.serving.providers import served_here
 
-
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"  # harness/config.py's, found without the config layer
 
 class ModelCheckError(ValueError):
     pass
@@ -34,7 +34,7 @@ def check_models(cfg: Any, judge_used: bool = True) -> None:
     if judge and judge_used:  # its key: the provider's variable (or judge_kwargs), never model.api_key_env
         roles.append(("benchmark.judge_model", judge, cfg.benchmark.get("judge_kwargs") or {}, False))
     for field, name, kwargs, has_key in roles:
-        if name and not _harness_provider(name):
+        if name and not served_here(str(name)):
             check_model(field, str(name), dict(kwargs or {}), has_key)
 
 
@@ -71,11 +71,3 @@ def _missing_keys(name: str, kwargs: dict[str, Any]) -> list[str]:
     if found.get("keys_in_environment"):
         return []
     return [k for k in found.get("missing_keys") or [] if k.endswith("_API_KEY")]
-
-
-def _harness_provider(name: str) -> bool:
-    """Scripted / simulated models, and any other LiteLLM custom provider registered in this process."""
-    from harness.scripted import oracle, reflector, simulated
-
-    ours = {oracle.PROVIDER, simulated.PROVIDER, reflector.PROVIDER}
-    return str(name).split("/", 1)[0] in ours | {p.get("provider") for p in litellm.custom_provider_map}

@@ -61,14 +61,20 @@ class ProviderUnusable(BaseException):
     and a rerun after the fix resumes where the job stopped (harness/run.py prints it and exits 2)."""
 
 
+class ProviderUnreachable(ProviderUnusable):
+    """The job's first episodes all ended because the provider could not be reached (harness/runner/reach.py);
+    unlike a bad key, those episodes ran and are recorded (infra), and a rerun runs them again."""
+
+
 @dataclass
 class ProviderStats:
-    """Per-episode retry accounting (the runner copies it into the record, the manifest sums it)."""
+    """Per-episode retry accounting, kept by the episode's ledger (its row's columns; the manifest sums them)."""
 
     retried: int = 0  # failed attempts that were retried
     recovered: int = 0  # calls that succeeded after at least one retry
     gave_up: int = 0  # calls that failed max_retries + 1 times (the episode becomes infra)
     waited_s: float = 0.0  # time slept between attempts (backoff or the provider's Retry-After)
+    unreachable: str | None = None  # the endpoint of a call that gave up never having connected (not a column)
 
     def fields(self) -> dict[str, Any]:
         return {"provider_retries": self.retried, "provider_recovered": self.recovered,
@@ -79,9 +85,10 @@ _stats: contextvars.ContextVar[ProviderStats | None] = contextvars.ContextVar("m
 
 
 @contextmanager
-def provider_stats() -> Iterator[ProviderStats]:
-    """Count retries of every ModelClient call made in this context (one episode)."""
-    stats = ProviderStats()
+def provider_stats(stats: ProviderStats | None = None) -> Iterator[ProviderStats]:
+    """Count retries of every ModelClient call made in this context into `stats` (the episode's ledger's,
+    harness/ledger.py, which enters this)."""
+    stats = stats if stats is not None else ProviderStats()
     token = _stats.set(stats)
     try:
         yield stats
@@ -152,7 +159,7 @@ class ModelClient:
             extra["tool_choice"] = "auto"
         if self.metadata is not None:
             extra["metadata"] = self.metadata
-        attempt = 0
+        attempt, never_connected = 0, 0
         stats = _stats.get() or ProviderStats()
         while True:
             started = time.perf_counter()
@@ -176,11 +183,16 @@ class ModelClient:
                                            f"{type(exc).__name__}: {_short(exc, 200)}") from exc
                 if kind == provider_errors.INFRA:
                     raise InfraError(f"{self.model}: {type(exc).__name__}: {_short(exc)}") from exc
+                endpoint = provider_errors.unreachable_endpoint(exc, self.kwargs.get("api_base"))
+                never_connected += endpoint is not None
                 if attempt >= self.max_retries:
                     stats.gave_up += 1
-                    raise InfraError(
-                        f"{self.model}: {type(exc).__name__} after {attempt + 1} attempts: {_short(exc)}"
-                    ) from exc
+                    where = ""
+                    if never_connected == attempt + 1:  # not one attempt reached the provider
+                        stats.unreachable = endpoint
+                        where = f"cannot reach {endpoint}: "
+                    raise InfraError(f"{self.model}: {where}{type(exc).__name__} after {attempt + 1} attempts: "
+                                     f"{_short(exc)}") from exc
                 wait = min(self.max_retry_wait_s, max(self.retry_backoff_s * (2**attempt), retry_after_s(exc) or 0.0))
                 stats.retried += 1
                 stats.waited_s += wait

@@ -1,4 +1,7 @@
-"""From a model config to the two clients of an episode (agent and user simulator)."""
+"""From a model config to the two clients of an episode (agent and user simulator).
+
+`cfg` is the job's `model` config node (harness/config.py ModelConfig); this layer reads it and imports no
+config code. A model served in-process (a scripted model, harness/serving/providers.py) is installed here."""
 
 from __future__ import annotations
 
@@ -10,35 +13,26 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from harness import secrets
-from strategies import prices
-from harness.config import ModelConfig
 from harness.serving.model_client import ModelClient, supports_native_tools
-from harness.scripted import oracle, simulated
+from harness.serving.providers import Provider, serve
+from harness.serving.providers import serve as serve_scripted  # noqa: F401  (the name bench/ and tests use)
+from strategies import prices
 
 
 class ModelConfigError(ValueError):
     pass
 
 
-def serve_scripted(model_name: str) -> None:
-    """Register the LiteLLM provider of a scripted model string (the oracle, the SIMULATED agent) in this
-    process. A job's ModelSpec does it; a script that drives tau2 itself (bench/overhead.py) calls this."""
-    if model_name.startswith(oracle.PROVIDER + "/"):
-        oracle.install()
-    elif model_name.startswith(simulated.PROVIDER + "/"):
-        simulated.install()
-
-
 @dataclass
 class ModelSpec:
-    cfg: ModelConfig
+    cfg: Any  # the job's model config node (ModelConfig)
     api_base: Optional[str] = None  # set while a managed local server serves this model
     api_key: Optional[str] = None
 
     def __post_init__(self) -> None:
         secrets.register_env(self.cfg.api_key_env)  # redacted by value wherever it shows up (error bodies)
         secrets.register_value(self.api_key)
-        serve_scripted(self.cfg.name)
+        self.provider: Optional[Provider] = serve(self.cfg.name)  # a scripted model: its handler, installed
         prices.register(self.cfg.name, self.cfg)  # model.price_per_mtok_*: recorded costs use it
         if self.cfg.api_key_env and not os.environ.get(self.cfg.api_key_env):
             raise ModelConfigError(f"model {self.cfg.name}: environment variable {self.cfg.api_key_env} is not set")
@@ -58,7 +52,7 @@ class ModelSpec:
     @property
     def simulated(self) -> bool:
         """The SIMULATED agent (harness/scripted/simulated.py): planted success probabilities, not a model."""
-        return self.cfg.name.startswith(simulated.PROVIDER + "/")
+        return self.provider is not None and self.provider.simulated
 
     @property
     def prompted_tools(self) -> bool:
@@ -101,7 +95,7 @@ class ModelSpec:
 
 
 @contextmanager
-def open_model(cfg: ModelConfig, log_dir: Path | None = None) -> Iterator[ModelSpec]:
+def open_model(cfg: Any, log_dir: Path | None = None) -> Iterator[ModelSpec]:
     """The model of a job, with its managed local server (model.gguf set) running for exactly as long."""
     if not cfg.gguf:
         yield ModelSpec(cfg)

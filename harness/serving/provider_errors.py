@@ -10,12 +10,20 @@ message is read too. The kinds, and the record label each ends as (harness/error
   REJECTED  any other refused request (a content filter, an invalid request): `request_rejected` (counted)
   STOP      bad or missing credentials, unknown model, a parameter LiteLLM refuses: every call would fail alike,
             so the job stops with exit 2 and writes nothing for the episodes it did not run
+
+A RETRY error that never reached the provider (connection refused, DNS failure, a timeout while connecting) also
+names the endpoint it could not reach (`unreachable_endpoint`): when a job's first episodes all end so, the job
+stops (harness/runner/reach.py). LiteLLM reports a refused connection as an InternalServerError, so the cause
+chain is read, not the class.
 """
 
 from __future__ import annotations
 
 import re
+import socket
+from urllib.parse import urlsplit, urlunsplit
 
+import httpx
 import litellm
 
 RETRY, INFRA, OVERFLOW, REJECTED, STOP = "retry", "infra", "overflow", "rejected", "stop"
@@ -89,3 +97,35 @@ def stop_reason(exc: BaseException) -> str:
     if isinstance(exc, E.NotFoundError) or getattr(exc, "status_code", None) == 404:
         return "the provider does not know this model (check model.name, and model.kwargs.api_base if set)"
     return "LiteLLM refused a request parameter (check model.kwargs)"
+
+
+# never reached the provider: httpx's connect failures (LiteLLM's OpenAI-compatible routes, the Anthropic SDK) and
+# the socket errors under any other client
+_NOT_CONNECTED = (httpx.ConnectError, httpx.ConnectTimeout, ConnectionRefusedError, socket.gaierror)
+
+
+def unreachable_endpoint(exc: BaseException, api_base: str | None = None) -> str | None:
+    """The endpoint a call could not connect to (its URL without query or credentials: `api_base`, else the
+    provider's default host), or None when the error is not a failure to connect."""
+    chain, seen = [], set()
+    while exc is not None and id(exc) not in seen and len(chain) < 20:
+        seen.add(id(exc))
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    if not any(isinstance(e, _NOT_CONNECTED) for e in chain):
+        return None
+    for e in chain:
+        if isinstance(e, (httpx.ConnectError, httpx.ConnectTimeout)):
+            try:
+                return bare_url(str(e.request.url))
+            except RuntimeError:  # an httpx error raised without its request
+                break
+    return bare_url(api_base) if api_base else "the provider's default endpoint"
+
+
+def bare_url(url: str) -> str:
+    """scheme://host[:port]/path: no user:password, no query (a key can travel in either)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", "")) or url

@@ -1,11 +1,12 @@
 """The run directory (harness/store/run_store.py) and the one-writer lock of a job (harness/store/joblock.py).
 
-The names below are the store's API for the rest of the harness: `from harness.store import RunStore`."""
+The names below are the store's API for the rest of the harness: `from harness.store import RunStore`. Rows are
+harness/row.py's `Row`; only the store writes and reads results.jsonl."""
 
 from __future__ import annotations
 
 from harness.store.run_store import (REDACTED, RESULTS, RunStore, RunStoreError, latest_per_episode, now_iso, redact,
-                                     redact_text, settled)
+                                     redact_text)
 
 __all__ = ["REDACTED", "RESULTS", "RunStore", "RunStoreError", "latest_per_episode", "now_iso", "redact",
-           "redact_text", "settled"]
+           "redact_text"]

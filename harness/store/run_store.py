@@ -2,7 +2,7 @@
 
     runs/<run>/config.yaml     every job's config, secrets redacted
     runs/<run>/manifest.json   package versions, git sha, start/end per job
-    runs/<run>/results.jsonl   append-only, one record per task x trial (the commit point)
+    runs/<run>/results.jsonl   append-only, one row per task x trial (the commit point; harness/row.py)
     runs/<run>/trajectories/   one file per record, in its benchmark's own format (τ²: a tau2 Results file;
                                AppWorld: its steps and evaluation; `load_trajectory` reads it back)
 
@@ -13,7 +13,6 @@ after `kill -9` mid-write a torn last line is cut off on the next open and that 
 from __future__ import annotations
 
 import fcntl
-from collections import Counter
 import json
 import os
 import re
@@ -29,7 +28,7 @@ from typing import Any, Iterator
 import yaml
 
 from harness import secrets
-from harness.record_fields import ATTEMPT, ERROR, JOB, RESULTS, TASK_ID, TRIAL
+from harness.row import RESULTS, Row, RowError, latest_per_episode, parse_rows  # noqa: F401  (re-exported)
 from harness.secrets import REDACTED, redact_text  # noqa: F401  (re-exported: benchmarks import it here)
 from strategies.atomic import write_text_atomic
 
@@ -106,8 +105,8 @@ class RunStore:
 
     # -- jobs --------------------------------------------------------------------------------------
     def open_job(self, job_key: str, config: dict[str, Any], identity: dict[str, Any]) -> None:
-        """Record the job's config; refuse to resume a job whose identity (model, strategy, ...) changed."""
-        secrets.learn_from_config(config)  # e.g. model.api_key_env=LLMCRED: its value is a secret whatever its name
+        """Record the job's config; refuse to resume a job whose identity (model, strategy, ...) changed. The
+        caller has told harness.secrets the config's secrets (the runner does, before anything starts)."""
         with self.locked():
             cfg_path = self.root / CONFIG
             doc = yaml.safe_load(cfg_path.read_text()) if cfg_path.exists() else None
@@ -155,40 +154,31 @@ class RunStore:
     def _write_manifest(self, manifest: dict[str, Any]) -> None:
         write_text_atomic(self.root / MANIFEST, json.dumps(manifest, indent=2))
 
-    # -- records -----------------------------------------------------------------------------------
-    def completed(self, job_key: str, retry_infra: bool = False) -> set[tuple[str, int]]:
-        """(task_id, trial) pairs already recorded for a job, after repairing a torn last line.
-
-        retry_infra: a pair whose latest attempt is an `infra` record is not done (it is run again)."""
-        latest, _ = self.latest(job_key)
-        return settled(latest, retry_infra)
-
-    def latest(self, job_key: str) -> tuple[dict[tuple[str, int], dict[str, Any]], dict[str, int]]:
-        """The record that counts for each (task_id, trial) of a job, and how many others were dropped:
-        `superseded` (an earlier attempt, e.g. an infra error run again) and `duplicates` (the same attempt
-        written twice: the last complete record wins)."""
+    # -- rows ------------------------------------------------------------------------------------------
+    def read(self) -> list[Row]:
+        """Every row of results.jsonl, read once, after cutting a torn last line (a write a kill interrupted:
+        that episode is redone). A bad line elsewhere is corruption: RunStoreError with file:line."""
         with self.locked():
-            rows = [r for r in self._read_records(repair=True) if r.get(JOB) == job_key]
-        return latest_per_episode(rows)
+            if not self.results_path.exists():
+                return []
+            data = self.results_path.read_bytes()
+            if data and not data.endswith(b"\n"):
+                cut = data.rfind(b"\n") + 1
+                with open(self.results_path, "r+b") as fh:
+                    fh.truncate(cut)
+                data = data[:cut]
+        try:
+            return [row for _, row in parse_rows(data, str(self.results_path))]
+        except RowError as exc:
+            raise RunStoreError(str(exc)) from None
 
-    def records(self) -> list[dict[str, Any]]:
-        with self.locked():
-            return self._read_records(repair=False)
+    def records(self) -> list[Row]:
+        """Every row (the memory builders read a finished run this way); a job reads once, with `read`."""
+        return self.read()
 
-    def job_totals(self, job_key: str) -> dict[str, int]:
-        """A job's counts over every launch: provider retries and recoveries of all attempts, infra errors
-        among the records that count, and the records that do not (superseded attempts, duplicates)."""
-        with self.locked():
-            rows = [r for r in self._read_records(repair=False) if r.get(JOB) == job_key]
-        latest, dropped = latest_per_episode(rows)
-        return {"retried": sum(r.get("provider_retries", 0) for r in rows),
-                "recovered": sum(r.get("provider_recovered", 0) for r in rows),
-                "infra_errors": sum(r.get(ERROR) == "infra" for r in latest.values()),
-                "errors": dict(sorted(Counter(r[ERROR] for r in latest.values() if r.get(ERROR)).items())),
-                "superseded": dropped["superseded"], "duplicates_dropped": dropped["duplicates"]}
-
-    def append(self, record: dict[str, Any]) -> None:
-        line = (json.dumps(redact(record), ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+    def append(self, row: Row) -> None:
+        """One row, one write under the run's lock (concurrent jobs never interleave), secrets redacted."""
+        line = (row.to_json(scrub=redact) + "\n").encode("utf-8")
         with self.locked():
             fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
@@ -198,46 +188,3 @@ class RunStore:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-
-    def _read_records(self, repair: bool) -> list[dict[str, Any]]:
-        if not self.results_path.exists():
-            return []
-        data = self.results_path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            cut = data.rfind(b"\n") + 1
-            if repair:  # torn by a kill mid-write: drop it, the episode will be redone
-                with open(self.results_path, "r+b") as fh:
-                    fh.truncate(cut)
-            data = data[:cut]
-        records = []
-        for lineno, line in enumerate(data.decode("utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise RunStoreError(f"{self.results_path}:{lineno}: corrupt record ({exc.msg})") from None
-        return records
-
-
-def settled(latest: dict[tuple[str, int], dict[str, Any]], retry_infra: bool) -> set[tuple[str, int]]:
-    """The episodes a resume skips: every recorded one, less those whose latest record is `infra` when
-    retry_infra asks for them to run again."""
-    return {k for k, r in latest.items() if not (retry_infra and r.get(ERROR) == "infra")}
-
-
-def latest_per_episode(rows: list[dict[str, Any]]) -> tuple[dict[tuple[str, int], dict[str, Any]], dict[str, int]]:
-    """Highest `attempt` wins (a record without one is attempt 1); on a tie, the later line."""
-    kept: dict[tuple[str, int], dict[str, Any]] = {}
-    dropped = {"superseded": 0, "duplicates": 0}
-    for row in rows:
-        key = (row[TASK_ID], row[TRIAL])
-        old = kept.get(key)
-        if old is None:
-            kept[key] = row
-            continue
-        new_attempt, old_attempt = row.get(ATTEMPT, 1), old.get(ATTEMPT, 1)
-        dropped["duplicates" if new_attempt == old_attempt else "superseded"] += 1
-        if new_attempt >= old_attempt:
-            kept[key] = row
-    return kept, dropped

@@ -1,5 +1,6 @@
 """One JSON-answering LiteLLM call, parsed strictly. Strategies never import the harness, so this is
-the ACE roles' own tiny client.
+the ACE roles' own tiny client. Every answered call is reported (strategies.base.report_call) with its tokens and
+price, so the episode it belongs to counts it like an agent call (harness/ledger.py).
 
 `completion` defaults to `litellm.completion`; tests inject a scripted callable (or register a fake
 CustomLLM in `litellm.custom_provider_map`) with the same signature.
@@ -15,6 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import jsonschema
+
+from strategies.base import ModelCall, report_call
+from strategies.prices import call_cost
 
 JSON_MODES = ("schema", "object", "none")
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
@@ -71,13 +75,20 @@ class JsonLLM:
             call = litellm.completion
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         response, retries = self._call(call, name, messages, kwargs)
+        usage = _usage(response)
+        self._report(name, usage)  # spent even when the answer turns out unusable
         text = _content(response)
         answer = parse_json(text, name)
         try:
             jsonschema.validate(answer, check or schema)
         except jsonschema.ValidationError as exc:
             raise RoleError(f"{name}: answer does not match its schema: {exc.message}") from None
-        return answer, {**_usage(response), **({"retries": retries} if retries else {})}
+        return answer, {**usage, **({"retries": retries} if retries else {})}
+
+    def _report(self, name: str, usage: dict[str, int]) -> None:
+        prompt, completion = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
+        report_call(ModelCall(role=name, model=self.model, prompt_tokens=prompt, completion_tokens=completion,
+                              cost_usd=call_cost(self.model, prompt, completion)))
 
     def _call(self, call: Callable[..., Any], name: str, messages: list[dict[str, Any]],
               kwargs: dict[str, Any]) -> tuple[Any, int]:

@@ -13,7 +13,7 @@ from strategies.ace.llm import JsonLLM
 from strategies.ace.playbook import Playbook, load_playbook
 from strategies.ace.pruning import EmbeddingCache
 from strategies.ace.strategy import LATEST, ONLINE_OPTIONS, RENAMED, SNAPSHOTS, AcePlaybook, check_options, now_utc
-from strategies.base import Delivery, StepView, TaskView, Trajectory
+from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory
 from strategies.budget import token_counter
 from strategies.memory_file import learned_from, read_playbook_or_guidelines
 from strategies.registry import StrategyContext
@@ -23,7 +23,8 @@ class AceOnline(AcePlaybook):
     """`ace_online`: after every finished episode, Reflector + Curator update the playbook.
 
     Each trial is its own learning stream (so Pass^k trials stay independent): every stream starts from the
-    same initial playbook and learns from its own episodes only, in the runner's fixed task order. Stream 0
+    same initial playbook and learns from its own episodes only, in the runner's fixed task order, so the runner
+    runs the streams side by side (`trial_streams`; each stream's updates one at a time, under its lock). Stream 0
     lives in `<artifacts_dir>/`, stream t > 0 in `<artifacts_dir>/trial_<t>/`: every update writes a full
     snapshot `snapshots/playbook_NNNN.jsonl` there, and `playbook.jsonl` is always that stream's latest (with
     `_meta.learned_from`), from which a resumed run continues. All streams append to one
@@ -34,11 +35,13 @@ class AceOnline(AcePlaybook):
     option_names = ONLINE_OPTIONS
     known_options = tuple(sorted(ONLINE_OPTIONS | set(RENAMED)))
     learns_online = True
+    trial_streams = True
 
     def __init__(self, playbook: Playbook, *, adapter: Adapter, learned_from: dict[str, Any] | None = None,
-                 **kwargs: Any):
+                 token_model: str | None = None, **kwargs: Any):
         self.adapter = adapter
-        self._update_lock = threading.Lock()
+        self.token_model = token_model  # the tokenizer's model: a stream's snapshot counts tokens the same way
+        self._history_lock = threading.Lock()  # streams append to one history.jsonl
         self._streams_lock = threading.RLock()
         super().__init__(playbook, settings=adapter.settings, count_tokens=adapter.count_tokens, **kwargs)
         self.initial = self._playbook  # every stream starts here (after the budget, as loaded)
@@ -92,7 +95,14 @@ class AceOnline(AcePlaybook):
 
     @property
     def applied(self) -> set[str]:
-        return {key for stream in list(self.streams.values()) for key in stream.applied}
+        """Every stream's applied episode keys (each stream's read under its lock: streams learn side by side)."""
+        with self._streams_lock:
+            streams = list(self.streams.values())
+        applied: set[str] = set()
+        for stream in streams:
+            with stream.lock:
+                applied |= stream.applied
+        return applied
 
     def build(self, trajectories: Any) -> None:
         """Offline from stored episodes: the same update, once per trajectory, in the order given."""
@@ -124,7 +134,7 @@ class AceOnline(AcePlaybook):
                     stream.retry.pop(key, None)
 
         solution = gold() if gold is not None and self.settings.allow_ground_truth else None
-        with self._update_lock:  # the runner calls this from one thread; the lock keeps that an invariant
+        with stream.lock:  # one update at a time per stream (the runner runs a stream's episodes in order)
             if trajectory.episode is not None and trajectory.episode in stream.applied:
                 return {}  # a resumed run replays an episode this playbook already learned from
             progress = (stream.updates + 1, max(samples, stream.updates + 1)) if samples else None
@@ -133,8 +143,8 @@ class AceOnline(AcePlaybook):
             delivery = self._fit(playbook)
             with self._lock:
                 stream.playbook, stream.delivery = playbook, delivery
+                self.updates += 1  # over every stream: streams learn side by side
             stream.updates += 1
-            self.updates += 1
             if trajectory.episode is not None:
                 stream.applied.add(trajectory.episode)
             self._save(report, event="update", episode=trajectory.episode, stream=stream)
@@ -148,15 +158,14 @@ class AceOnline(AcePlaybook):
     def applied_episodes(self) -> frozenset[str]:
         """Runner hook (harness/runner/online_replay.py): episodes whose update is committed, to replay the
         missing ones."""
-        with self._update_lock:
-            return frozenset(self.applied)
+        return frozenset(self.applied)
 
     def stream_learned_from(self, stream: "_Stream") -> dict[str, Any] | None:
         """`_meta.learned_from` of one stream's playbook: the job's facts, the tasks this stream learned from,
         and the starting playbook's own `learned_from` (`started_from`), so a chain of artifacts is checked whole."""
         if self.learned_from is None:
             return self.meta.get("learned_from")
-        tasks = [episode.rsplit("#", 1)[0] for episode in stream.applied]
+        tasks = sorted(episode.rsplit("#", 1)[0] for episode in stream.applied)
         out = learned_from(**{**self.learned_from, "task_ids": tasks}, trial=stream.trial)
         return {**out, "started_from": self.meta.get("learned_from")} if self.meta.get("learned_from") else out
 
@@ -174,9 +183,10 @@ class AceOnline(AcePlaybook):
         snapshot = Path(SNAPSHOTS) / f"playbook_{stream.updates:04d}.jsonl"
         stream.playbook.save(stream.dir / snapshot, meta)
         stream.playbook.save(stream.dir / LATEST, meta)  # the commit point: playbook and applied keys together
-        self._write_history({"update": stream.updates, "stream": stream.trial, "at": now_utc(), "event": event,
-                             "episode": episode, **asdict(report),
-                             "snapshot": str(stream.dir.relative_to(self.artifacts_dir) / snapshot)})
+        with self._history_lock:
+            self._write_history({"update": stream.updates, "stream": stream.trial, "at": now_utc(), "event": event,
+                                 "episode": episode, **asdict(report),
+                                 "snapshot": str(stream.dir.relative_to(self.artifacts_dir) / snapshot)})
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "AceOnline":
@@ -193,7 +203,7 @@ class AceOnline(AcePlaybook):
                           count_tokens=count, settings=settings,
                           embeddings=EmbeddingCache(_embedder(options)) if settings.dedup_on else None)
         return cls(playbook, adapter=adapter, artifacts_dir=ctx.artifacts_dir, meta=meta, options=options,
-                   learned_from=ctx.learned_from)
+                   learned_from=ctx.learned_from, token_model=ctx.model)
 
     @classmethod
     def uses_ground_truth(cls, options: dict[str, Any]) -> bool:
@@ -222,9 +232,10 @@ class _Stream:
     applied: set[str]
     updates: int
     retry: dict[str, Delivery] = field(default_factory=dict)  # episode key -> playbook + reflection
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # its updates, one at a time
 
 
-class _TrialView:
+class _TrialView(StrategyBase):
     """What the episodes of one trial see: deliver() and record facts from that trial's stream."""
 
     learns_online = True
@@ -247,6 +258,40 @@ class _TrialView:
         stream = self.owner._stream(self.trial)
         return {**self.owner.facts_for(trajectory, stream.playbook), "episodes_seen": stream.updates,
                 "memory_size": len(stream.playbook)}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (an episode sent to a Ray worker), a view travels as a snapshot of its stream now."""
+        owner, stream = self.owner, self.owner._stream(self.trial)
+        with owner._lock:
+            state = {"trial": self.trial, "playbook": stream.playbook, "updates": stream.updates,
+                     "retry": dict(stream.retry), "ground_truth": owner.ground_truth}
+        return (_StreamSnapshot, (state, owner.settings, owner.token_model, owner.meta, owner.options))
+
+
+class _StreamSnapshot(AcePlaybook):
+    """A trial stream as it stood when an episode left for a Ray worker: it delivers and reports exactly what the
+    live `_TrialView` would (the driver sends a new one with every episode and re-run) and learns nothing."""
+
+    learns_online = True
+
+    def __init__(self, state: dict[str, Any], settings: AceSettings, token_model: str | None, meta: dict[str, Any],
+                 options: dict[str, Any]):
+        super().__init__(state["playbook"], settings=settings, count_tokens=token_counter(token_model), meta=meta,
+                         options=options)
+        self.name, self.trial, self.updates = AceOnline.name, state["trial"], state["updates"]
+        self._stream_retry, self._ground_truth = state["retry"], state["ground_truth"]
+
+    def deliver(self, task: TaskView, step: StepView) -> Delivery:
+        retry = self._stream_retry.get(f"{task.task_id}#{self.trial}")
+        return retry if retry is not None else self._delivery
+
+    @property
+    def ground_truth(self) -> bool | None:
+        return self._ground_truth
+
+    def record_facts(self, trajectory: Trajectory | None) -> dict[str, Any]:
+        return {**self.facts_for(trajectory, self.playbook), "episodes_seen": self.updates,
+                "memory_size": len(self.playbook)}
 
 
 def _role(options: dict[str, Any], role: str, ctx: StrategyContext) -> JsonLLM:

@@ -10,9 +10,10 @@ embedding similarity or by an LLM ranker, keeps most of the gain for a small sha
   prompt prefix.
 * `ranker: embedding`: cosine similarity between the query and each bullet's text (`embedder`).
   `ranker: llm`: one JSON call (`ranker_model`, default the run's model) picks up to top_k ids from the whole
-  playbook. Those calls are the strategy's own: each episode's record carries `strategy_calls`,
+  playbook. The call is the strategy's own and is counted where it is made: in the token ledger of the episode
+  whose step needed it (strategies.base.report_call), so that episode's row carries `strategy_calls`,
   `strategy_prompt_tokens`, `strategy_completion_tokens` and `strategy_cost_usd` (null when LiteLLM has no
-  price), counted once, on the first episode of the task that needed them.
+  price); an episode served from the cache made no call and has none of them.
 * Rendered exactly as `ace` renders a playbook (`[id] helpful=X harmful=Y :: text` under section headings,
   cite line included), so cited ids and counters mean the same; `cited_steps` is recorded as for `ace`.
 """
@@ -28,12 +29,12 @@ import numpy as np
 from strategies.ace.llm import JSON_MODES, JsonLLM
 from strategies.ace.playbook import Playbook, learned_with_labels
 from strategies.ace.roles import cited_steps
-from strategies.base import Delivery, Embedder, StepView, TaskView, Trajectory, seen_task_text
+from strategies.base import Delivery, Embedder, StepView, StrategyBase, TaskView, Trajectory, seen_task_text
 from strategies.budget import budget_option, fit_budget, token_counter
 from strategies.memory_file import read_playbook_or_guidelines
 from strategies.options import check_types
-from strategies.prices import price_of
 from strategies.registry import StrategyContext
+from strategies.vector_search import rank_rows
 
 NAME = "ace_retrieval"
 RANKERS = ("embedding", "llm")
@@ -74,7 +75,7 @@ class RetrievalOptions:
         return opts
 
 
-class AceRetrieval:
+class AceRetrieval(StrategyBase):
     """Deliver the top_k bullets of a frozen playbook for each task, in ACE's format."""
 
     name = NAME
@@ -102,7 +103,6 @@ class AceRetrieval:
             raise ValueError(f"{NAME}: ranker=llm needs a model (ranker_model, or the run's model)")
         self._lock = threading.Lock()
         self._cache: dict[tuple[str, str], Delivery] = {}
-        self._unbilled: dict[str, dict[str, Any]] = {}  # task id -> ranker usage not yet on a record
 
     # --- the Strategy protocol -----------------------------------------------------------------
     def build(self, trajectories: Any) -> None:
@@ -120,22 +120,17 @@ class AceRetrieval:
             cached = self._cache.get(key)
         if cached is not None:
             return cached
-        ids = self._rank(task.task_id, query)
+        ids = self._rank(query)
         delivery = self._fit(ids)
         with self._lock:
             self._cache.setdefault(key, delivery)
             return self._cache[key]
 
     def record_facts(self, trajectory: Trajectory | None) -> dict[str, Any]:
-        """`cited_steps` and `memory_ground_truth` as for `ace`; with the LLM ranker, its calls for this task."""
+        """`cited_steps` and `memory_ground_truth` as for `ace` (the ranker's calls are in the episode's ledger)."""
         facts: dict[str, Any] = {"memory_ground_truth": self.ground_truth}
         if trajectory is not None and self.opts.cite:
             facts["cited_steps"] = cited_steps(trajectory, self.playbook)
-        if self.opts.ranker == "llm":
-            with self._lock:
-                usage = self._unbilled.pop(trajectory.task.task_id, None) if trajectory is not None else None
-            usage = usage or {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
-            facts.update({f"strategy_{k}": v for k, v in usage.items()})
         return facts
 
     @property
@@ -143,38 +138,26 @@ class AceRetrieval:
         return learned_with_labels(self.meta)
 
     # --- selection -----------------------------------------------------------------------------
-    def _rank(self, task_id: str, query: str) -> list[str]:
+    def _rank(self, query: str) -> list[str]:
         """Bullet ids, most relevant first, at most top_k."""
         k = min(self.opts.top_k, len(self._bullets))
         if k == 0:
             return []
         if self.opts.ranker == "llm":
-            return self._rank_llm(task_id, query, k)
+            return self._rank_llm(query, k)
         sims = self._vectors @ np.asarray(self.embedder.embed([query])[0], dtype=np.float32).reshape(-1)
-        order = np.argsort(-sims, kind="stable")[:k]  # ties: the earlier bullet in playbook order
+        order = rank_rows(sims, np.arange(len(sims)))[:k]  # rounded (stable_similarity); ties: playbook order
         return [self._bullets[int(i)].id for i in order]
 
-    def _rank_llm(self, task_id: str, query: str, k: int) -> list[str]:
+    def _rank_llm(self, query: str, k: int) -> list[str]:
         playbook = "\n".join(b.line for b in self._bullets)
         schema = {"type": "object", "properties": {"bullet_ids": {"type": "array", "items": {"type": "string"}}},
                   "required": ["bullet_ids"]}
-        answer, usage = self.ranker.ask(RANKER_SYSTEM.replace("TOP_K", str(k)),
-                                        f"Task:\n{query}\n\nPlaybook:\n{playbook}", schema, "ace_ranker")
-        self._bill(task_id, usage)
+        answer, _ = self.ranker.ask(RANKER_SYSTEM.replace("TOP_K", str(k)),
+                                    f"Task:\n{query}\n\nPlaybook:\n{playbook}", schema, "ace_ranker")
         known = {b.id for b in self._bullets}
         chosen = [i for i in dict.fromkeys(str(x) for x in answer["bullet_ids"]) if i in known]  # unknown ids: ignored
         return chosen[:k]
-
-    def _bill(self, task_id: str, usage: dict[str, int]) -> None:
-        prompt, completion = int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
-        cost = _cost(self.ranker.model, prompt, completion)
-        with self._lock:
-            row = self._unbilled.setdefault(task_id, {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
-                                                      "cost_usd": 0.0})
-            row["calls"] += 1
-            row["prompt_tokens"] += prompt
-            row["completion_tokens"] += completion
-            row["cost_usd"] = None if row["cost_usd"] is None or cost is None else row["cost_usd"] + cost
 
     def _fit(self, ids: list[str]) -> Delivery:
         """The chosen bullets in playbook order (sections, then age), budget drops the least relevant first."""
@@ -220,11 +203,4 @@ def _ranker(opts: RetrievalOptions, ctx: StrategyContext) -> JsonLLM:
     own = opts.ranker_kwargs
     kwargs = dict(own) if own is not None else (dict(ctx.model_kwargs) if model == ctx.model else {})
     return JsonLLM(model=model, kwargs=kwargs, json_mode=opts.json_mode, api_key_env=opts.ranker_api_key_env)
-
-
-def _cost(model: str, prompt: int, completion: int) -> float | None:
-    """The call's price from the project's one price lookup (strategies/prices.py, LiteLLM's map or a config
-    override LiteLLM was taught); None when unpriced (never a silent 0)."""
-    price = price_of(model)
-    return None if price is None else price.cost(prompt, completion)
 

@@ -26,7 +26,7 @@ from strategies.memory_file import read_playbook_or_guidelines
 from strategies.ace.pruning import enforce_budget
 from strategies.ace.pruning import drop_order
 from strategies.ace.roles import cited_steps
-from strategies.base import Delivery, StepView, TaskView, Trajectory
+from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory
 from strategies.budget import FALLBACK_TOKENIZER_MODEL, budget_option, fit_budget, token_counter  # noqa: F401
 from strategies.options import check_types
 from strategies.registry import StrategyContext
@@ -77,7 +77,7 @@ def now_utc() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-class AcePlaybook:
+class AcePlaybook(StrategyBase):
     """`ace`: deliver one frozen playbook, whole, at every step."""
 
     name = "ace"

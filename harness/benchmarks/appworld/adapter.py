@@ -32,7 +32,7 @@ from harness.benchmarks.episode import EpisodeFrame
 from harness.benchmarks.protocol import BenchmarkBase
 from harness.benchmarks.appworld.pool import WORKER_SCRIPT, EngineError, WorkerError, WorkerPool
 from harness.ledger import MemoryTokenCounter
-from harness.errors import INFRA
+from harness.errors import INFRA, MAX_STEPS
 from harness.records import EpisodeRecord
 from strategies import EMPTY, Strategy, TaskView, Trajectory
 
@@ -229,12 +229,12 @@ class AppWorldBenchmark(BenchmarkBase):
                 frame.fail(exc)
         steps = agent.result.steps if agent else []
         if frame.error is None and not (agent and agent.result.completed):
-            frame.label("max_steps")
+            frame.label(MAX_STEPS)
         error = frame.error
         termination = {INFRA: "infra_error", None: "completed"}.get(error, error)  # else the label itself
         evaluation = evaluation or {}
         pass_count, num_tests = evaluation.get("pass_count", 0), evaluation.get("num_tests", 0)
-        success = bool(evaluation.get("success")) and error in (None, "max_steps")
+        success = bool(evaluation.get("success")) and error in (None, MAX_STEPS)
         reward = (pass_count / num_tests) if num_tests else float(success)  # share of AppWorld's tests passed
         trajectory = Trajectory(task=view, messages=self._conversation(opened, steps), reward=reward,
                                 success=success, feedback=evaluation.get("report", ""))

@@ -1,7 +1,7 @@
 """τ²-bench (tau2): the only package that imports tau2. `adapter.Tau2Benchmark` is the Benchmark; the other
 modules are its parts, among them agent (the memory agents), react (the ReAct turn), user (the ledgered user
-simulator), data (task sets), judge (the NL-assertion judge), results (trajectory files and error labels),
-eval_pool (tau2's evaluator in worker processes while episodes overlap) and runtime (tau2's process set-up)."""
+simulator), data (task sets), fresh_db (the domain databases, read once per process), judge (the NL-assertion
+judge), results (trajectory files and error labels) and runtime (tau2's process set-up)."""
 
 from harness.benchmarks.tau2.runtime import quiet_tau2_logs
 

@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from tau2.data_model.simulation import Results, TerminationReason
 from tau2.data_model.tasks import Task
-from tau2.evaluator.evaluator import EvaluationType
+from tau2.evaluator.evaluator import EvaluationType, evaluate_simulation
 from tau2.metrics.agent_metrics import is_successful
 from tau2.orchestrator.orchestrator import Orchestrator
 from tau2.run import get_info
@@ -25,13 +25,13 @@ from tau2.utils.utils import get_now
 from harness.assembly.job_config import options_for
 from harness.benchmarks.episode import EpisodeFrame
 from harness.benchmarks.protocol import BenchmarkBase
-from harness.benchmarks.tau2 import eval_pool
 from harness.benchmarks.tau2.agent import AGENT_KINDS, AGENT_NAME, MalformedOutput, agent_class
 from harness.benchmarks.tau2.data import TaskSource, configured_data_dir, graded_by_nl, needs_nl_judge
 from harness.benchmarks.tau2.judge import judging
 from harness.benchmarks.tau2.results import ERROR_OF, feedback, partial_simulation, trajectory_messages
 from harness.benchmarks.tau2.runtime import register_agent
 from harness.benchmarks.tau2.user import LedgerUser
+from harness.errors import AGENT
 from harness.ledger import MemoryTokenCounter
 from harness.records import EpisodeRecord
 from harness.serving.model_client import ModelClient
@@ -145,11 +145,6 @@ class Tau2Benchmark(BenchmarkBase):
     def run_episode(self, task: Task, *, trial: int, seed: int, strategy: Strategy, model: Any,
                     counter: MemoryTokenCounter, trajectory_path: Path) -> tuple[EpisodeRecord, Trajectory]:
         """Run one task x trial with tau2's orchestrator and evaluator; its record and trajectory."""
-        with eval_pool.episode():  # episodes in flight: evaluations go to a process pool (eval_pool.py)
-            return self._run_episode(task, trial, seed, strategy, model, counter, trajectory_path)
-
-    def _run_episode(self, task: Task, trial: int, seed: int, strategy: Strategy, model: Any,
-                     counter: MemoryTokenCounter, trajectory_path: Path) -> tuple[EpisodeRecord, Trajectory]:
         frame = EpisodeFrame()
         view = self.task_view(task, self.name)
         script = self.oracle_script(task, find_drop=getattr(model, "simulated", False)) if model.scripted else None
@@ -171,7 +166,7 @@ class Tau2Benchmark(BenchmarkBase):
         try:
             simulation = orchestrator.run()
         except MalformedOutput as exc:
-            frame.label("agent", f"malformed model output: {exc}")
+            frame.label(AGENT, f"malformed model output: {exc}")
             simulation = partial_simulation(orchestrator, start_time, frame.started, exc.raw)
         except Exception as exc:  # labelled by harness.errors: only provider/network failures are "infra"
             frame.fail(exc)
@@ -180,7 +175,10 @@ class Tau2Benchmark(BenchmarkBase):
         # NL_ASSERTION tasks (tau2-bench v1.0.1 retail) need tau2's judge, as upstream grades them
         evaluation = EvaluationType.ALL_WITH_NL_ASSERTIONS if graded_by_nl(task) else EvaluationType.ALL
         with judging(self._judge_client(model) if graded_by_nl(task) else None, frame.ledger):
-            simulation.reward_info = eval_pool.evaluate(simulation, task, evaluation, self.source)
+            # environments from fresh_db.py (data.py): the evaluation's CPU is small, so it runs in this thread
+            simulation.reward_info = evaluate_simulation(simulation=simulation, task=task, solo_mode=False,
+                                                         evaluation_type=evaluation,
+                                                         domain=self.source.evaluator_domain)
         termination = TerminationReason(simulation.termination_reason)
         if frame.error is None:
             frame.label(ERROR_OF.get(termination))

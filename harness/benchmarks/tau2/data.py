@@ -31,6 +31,8 @@ from tau2.registry import registry
 from tau2.run import load_tasks as load_packaged_tasks
 from tau2.utils.utils import DATA_DIR
 
+from harness.benchmarks.tau2 import fresh_db
+
 ENV_VAR = "TAU2_DATA_DIR"
 PACKAGED = "packaged"
 # domain -> (DB class, tools class) as its own environment.py builds them; telecom's environment (user tools,
@@ -125,24 +127,31 @@ class TaskSource:
         return list(json.loads(self.files["split"].read_text(encoding="utf-8")))
 
     def environment(self, solo_mode: bool = False) -> Environment:
-        """tau2's environment for this task set; a data dir's db.json and policy.md, tau2's DB and tools classes."""
-        if self.data_dir is None:
+        """tau2's environment for this task set; a data dir's db.json and policy.md, tau2's DB and tools classes.
+        Retail and airline get their database from fresh_db.py (read once per process), telecom from tau2."""
+        if self.domain not in _DOMAIN_CLASSES:
             return registry.get_env_constructor(self.domain)(solo_mode=solo_mode)
-        if solo_mode:
-            raise ValueError(f"{self.domain} domain does not support solo mode")
         db_cls, tools_cls = (_load_class(s) for s in _DOMAIN_CLASSES[self.domain])
-        tools = tools_cls(db_cls.load(str(self.files["db"])))
-        return Environment(domain_name=self.domain, policy=self.files["policy"].read_text(encoding="utf-8"),
-                           tools=tools)
+        db = fresh_db.fresh(db_cls, self.files["db"])
+        if self.data_dir is None:  # the domain's own constructor: its policy, its tools
+            env = registry.get_env_constructor(self.domain)(db=db, solo_mode=solo_mode)
+        elif solo_mode:
+            raise ValueError(f"{self.domain} domain does not support solo mode")
+        else:
+            env = Environment(domain_name=self.domain, policy=self.files["policy"].read_text(encoding="utf-8"),
+                              tools=tools_cls(db))
+        fresh_db.fast_hash(env.tools)
+        return env
 
     @cached_property
     def evaluator_domain(self) -> str:
-        """The registry name tau2's evaluator builds environments from (it replays gold actions on a fresh one)."""
-        if self.data_dir is None:
+        """The registry name tau2's evaluator builds environments from (it replays gold actions on a fresh one):
+        this source's `environment` under a name of its own (tau2's own name builds from db.json each time)."""
+        if self.domain not in _DOMAIN_CLASSES:
             return self.domain
         fp = self.fingerprint
         digest = hashlib.sha256("".join(fp[k] for k in sorted(fp) if k.endswith("_sha256")).encode()).hexdigest()
-        name = f"{self.domain}@{digest[:12]}"
+        name = f"{self.domain}@{digest[:12] if self.data_dir is not None else PACKAGED}"
         with _register_lock:
             try:
                 registry.get_env_constructor(name)

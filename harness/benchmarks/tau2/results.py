@@ -13,16 +13,18 @@ from tau2.orchestrator.orchestrator import Orchestrator
 from tau2.utils.llm_utils import to_litellm_messages
 from tau2.utils.utils import get_now
 
+from harness.errors import AGENT, MAX_STEPS, USER_SIMULATOR
+
 
 # tau2 termination reason -> our error label (None = ended normally, the evaluator decides success)
 ERROR_OF = {
     TerminationReason.AGENT_STOP: None,
     TerminationReason.USER_STOP: None,
-    TerminationReason.MAX_STEPS: "max_steps",
-    TerminationReason.TOO_MANY_ERRORS: "agent",
-    TerminationReason.AGENT_ERROR: "agent",
-    TerminationReason.JUDGE_STOP: "agent",
-    TerminationReason.USER_ERROR: "user_simulator",  # tau2 counts it as a failure too
+    TerminationReason.MAX_STEPS: MAX_STEPS,
+    TerminationReason.TOO_MANY_ERRORS: AGENT,
+    TerminationReason.AGENT_ERROR: AGENT,
+    TerminationReason.JUDGE_STOP: AGENT,
+    TerminationReason.USER_ERROR: USER_SIMULATOR,  # tau2 counts it as a failure too
 }
 
 

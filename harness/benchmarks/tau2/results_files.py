@@ -26,6 +26,7 @@ from tau2.metrics.agent_metrics import is_successful
 from harness.benchmarks.tau2.adapter import SPLITS
 from harness.benchmarks.tau2.data import TaskSource, configured_data_dir
 from harness.benchmarks.tau2.results import ERROR_OF, trajectory_messages
+from harness.errors import HARNESS, INFRA
 from harness.ledger import Ledger
 from harness.records import EpisodeRecord
 from harness.serving.model_client import Usage
@@ -159,9 +160,9 @@ def episode_fields(sim: SimulationRun, task_set: dict[str, Any], agent: str, fil
         elif usage is not None and message.role == "user":
             ledger.add_user_call(usage)
     if sim.skipped:  # tau2 --skip-failed-samples: an error after its retries, scored 0
-        error, detail = "infra", "tau2 skipped this simulation after an error (skip_failed_samples)"
+        error, detail = INFRA, "tau2 skipped this simulation after an error (skip_failed_samples)"
     elif sim.reward_info is None:
-        error, detail = "harness", "the results file has no reward for this simulation"
+        error, detail = HARNESS, "the results file has no reward for this simulation"
     else:
         error, detail = ERROR_OF.get(TerminationReason(sim.termination_reason)), None
     reward = float(sim.reward_info.reward) if sim.reward_info is not None else 0.0

@@ -42,9 +42,9 @@ def learned_tasks(meta: dict[str, Any], benchmark: str) -> set[str] | None:
 
 
 def check_use(meta: dict[str, Any], benchmark: str, task_ids: Iterable[Any], allow_in_sample: bool,
-              memory: str = "memory") -> str:
-    """The provenance label of evaluating `task_ids` of `benchmark` with this artifact; raises ProvenanceError
-    on an overlap unless allow_in_sample."""
+              memory: str = "memory", split: str | None = None) -> str:
+    """The provenance label of evaluating `task_ids` of `benchmark` (on `split`) with this artifact; raises
+    ProvenanceError on an overlap unless allow_in_sample, naming the artifact and how to rebuild it from train."""
     learned = learned_tasks(meta, benchmark)
     if learned is None:
         return UNKNOWN
@@ -54,9 +54,22 @@ def check_use(meta: dict[str, Any], benchmark: str, task_ids: Iterable[Any], all
     if not allow_in_sample:
         shown = ", ".join(sorted(overlap)[:5]) + (", ..." if len(overlap) > 5 else "")
         raise ProvenanceError(f"{memory} was learned from {len(overlap)} of the {benchmark} tasks this sweep "
-                              f"evaluates ({shown}): scores on them would be in-sample. Evaluate other tasks "
-                              f"(e.g. benchmark.split=test) or pass allow_in_sample=true to label them IN-SAMPLE")
+                              f"evaluates ({shown}): scores on them would be in-sample. {_remedy(meta, benchmark, split)}"
+                              " or pass allow_in_sample=true to label them IN-SAMPLE")
     return IN_SAMPLE
+
+
+def _remedy(meta: dict[str, Any], benchmark: str, split: str | None) -> str:
+    """How to get held-out scores: rebuild the artifact from train (the command that builds its kind), or, when
+    the sweep is not already on test, evaluate the test split."""
+    source = meta.get("learned_from") or {}
+    model = f" MODEL={source['model']}" if source.get("model") else ""
+    build = (f"make ace{model} BENCH={benchmark}" if str(meta.get("kind", "")).startswith("ace") else
+             f"make memory{model} BENCH={benchmark}")
+    learned = f"it learned from the {source['split']} split; " if source.get("split") else ""
+    other = "" if split == "test" else "evaluate other tasks (e.g. benchmark.split=test), "
+    return (f"Held-out scores: {other}{learned}rebuild it from the train split ({build}, which learns from train "
+            f"only) and pass the new artifact as MEMORY=")
 
 
 def check_ground_truth(split: str, what: str) -> None:
@@ -66,18 +79,18 @@ def check_ground_truth(split: str, what: str) -> None:
                               f"benchmark.split={split}")
 
 
-def job_provenance(cfg: Any, bench: Any) -> str | None:
+def job_provenance(cfg: Any, bench: Any, memory: str | None) -> str | None:
     """The label of this job's rows: None when it uses no memory artifact; raises ProvenanceError (in-sample
-    without allow_in_sample, or ground truth off the train split)."""
+    without allow_in_sample, or ground truth off the train split). `memory`: the job's artifact (memory=, or
+    memory_by_strategy's); called once per job, by harness/runner/job.py's resolve."""
     import strategies
-    from harness.config import job_memory
 
     options = dict(cfg.strategy.options or {})
     if strategies.uses_ground_truth(cfg.strategy.name, options):
         check_ground_truth(cfg.benchmark.split, f"strategy {cfg.strategy.name!r}")
-    memory = options.get("playbook") or job_memory(cfg)  # ACE's own playbook option wins over memory=
+    memory = options.get("playbook") or memory  # ACE's own playbook option wins over memory=
     if not memory or not strategies.uses_memory(cfg.strategy.name):
         return None
     _, meta = strategies.load_memory(memory)
     return check_use(meta, str(cfg.benchmark.name), [t.id for t in bench.tasks()],
-                     bool(cfg.get("allow_in_sample", False)), memory=str(memory))
+                     bool(cfg.get("allow_in_sample", False)), memory=str(memory), split=str(cfg.benchmark.split))

@@ -1,0 +1,164 @@
+"""What a cell IS, so that analysis compares cells by identity, never by labels alone.
+
+A cell's identity: benchmark, task set (the sha256 of its task file, record `task_set.tasks_sha256`), split,
+model, strategy (+ variant, ground truth, consolidation), memory artifact (the sha256 of the file the strategy
+delivered from) and request-assembly settings. Every analysis command (table, tables, report, power, recommend)
+uses it:
+
+* records of different identities are never pooled into one row: a strategy that ran with two memory artifacts in
+  one comparison is two rows, each labelled by the artifact's short id (`full [mem 3fa2c1]`; `memory_lines` says
+  which file and provenance each id is). Runs holding the same episodes of one identity are analysis.load's
+  overlap rule;
+* strategies are compared only within one task set: records of one (benchmark, split, model, assembly) from
+  different task files (tau2-bench v0.2.0 and v1.0.1 tasks share ids, not contents) exit 2 naming both sets,
+  unless `--shared-tasks`, which compares them on the task ids every set has and says so above the output.
+
+The artifact's fingerprint is the one the harness recorded when the job ran (`config.yaml`:
+`jobs.<job>.identity.memory.sha256_16`), else the file's sha256 now, else (the file is gone) its path's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+CELL = ["benchmark", "split", "model", "assembly"]  # = analysis.metrics.CELL: strategies compared within one
+SHORT = 6  # hex digits of an artifact id in a label
+
+
+class TaskSetsDiffer(ValueError):
+    """Strategies of one comparison ran on different task files: their task ids are not the same tasks."""
+
+
+def task_set_id(value) -> str | None:
+    """The task file's fingerprint (12 hex digits of tasks_sha256); None when the record has none."""
+    if isinstance(value, dict) and value.get("tasks_sha256"):
+        return str(value["tasks_sha256"])[:12]
+    return None
+
+
+def _task_set_name(value) -> str:
+    return f"{value.get('known_as') or 'unknown task file'} (tasks sha256 {task_set_id(value)}…)"
+
+
+def tag(label: str, text: str) -> str:
+    """`full` -> `full [text]`; `full [unknown provenance]` -> `full [unknown provenance, text]` (one bracket, so
+    analysis.deliveries.base_strategy and analysis.load.family still find the strategy)."""
+    label = str(label)
+    return f"{label[:-1]}, {text}]" if label.endswith("]") else f"{label} [{text}]"
+
+
+def add_shared_tasks_option(parser: argparse.ArgumentParser) -> None:
+    """`--shared-tasks`, for every analysis CLI that compares strategies."""
+    parser.add_argument("--shared-tasks", action="store_true",
+                        help="compare strategies that ran on different task sets (task files) on the task ids "
+                             "every set has, labelled. Default: refused (exit 2), as an id may name another task")
+
+
+def comparable(records: pd.DataFrame, shared: bool = False) -> tuple[pd.DataFrame, dict[tuple, str]]:
+    """`records` where every comparison stays within one task set. Two task sets in one (benchmark, split,
+    model, assembly): TaskSetsDiffer naming both, or with `shared` the records of the task ids every set has
+    (a strategy that ran on several sets becomes a row per set) and a note per such cell {cell key: line}."""
+    if records.empty or "task_set" not in records:
+        return records, {}
+    ids = records["task_set"].map(task_set_id)
+    frame = records.assign(_set=ids, **({} if "assembly" in records else {"assembly": ""}))
+    notes, keep = {}, pd.Series(True, index=records.index)
+    labels = records["strategy"].copy()
+    for key, g in frame.groupby(CELL, sort=False, dropna=False):
+        sets = list(dict.fromkeys(g["_set"].dropna()))
+        if len(sets) < 2:
+            continue
+        names = {s: _task_set_name(g.loc[g["_set"] == s, "task_set"].iloc[0]) for s in sets}
+        runs = {s: ", ".join(sorted({str(r) for r in g.loc[g["_set"] == s, "run_dir" if "run_dir" in g else "run"]}))
+                for s in sets}
+        where = "/".join(str(v) for v in key if isinstance(v, str) and v)
+        if not shared:
+            raise TaskSetsDiffer(f"{where}: strategies ran on different task sets, so their task ids are not the "
+                                 f"same tasks: " + "; ".join(f"{names[s]} in {runs[s]}" for s in sets)
+                                 + ". Compare runs of one task set, or pass --shared-tasks (make ... SHARED_TASKS=1) "
+                                   "to compare them on the task ids both sets have")
+        common = set.intersection(*(set(g.loc[g["_set"] == s, "task_id"].astype(str)) for s in sets))
+        keep.loc[g.index] = g["task_id"].astype(str).isin(common)
+        several = g.groupby("strategy")["_set"].nunique()
+        for strategy in several[several > 1].index:
+            rows = g.index[g["strategy"] == strategy]
+            labels.loc[rows] = [tag(s, f"tasks {t}") for s, t in zip(g.loc[rows, "strategy"], g.loc[rows, "_set"])]
+        notes[key] = (f"{where}: compared across {len(sets)} task sets ({'; '.join(names.values())}) on the "
+                      f"{len(common)} task ids they share (--shared-tasks): an id may name a different task in "
+                      "each set")
+    return records.assign(strategy=labels)[keep], notes
+
+
+# --- memory artifacts --------------------------------------------------------------------------------------
+
+@lru_cache(maxsize=256)
+def _job_identities(run_dir: str) -> dict:
+    path = Path(run_dir) / "config.yaml"
+    try:
+        jobs = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("jobs") or {}
+    except (OSError, yaml.YAMLError, AttributeError):
+        return {}
+    return {key: job.get("identity") or {} for key, job in jobs.items() if isinstance(job, dict)}
+
+
+@lru_cache(maxsize=256)
+def _file_sha(path: str) -> str:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    except OSError:  # gone: the path itself still tells artifacts apart
+        return "path:" + hashlib.sha256(path.encode()).hexdigest()[:11]
+
+
+def uses_memory(row: dict) -> bool:
+    """The record's strategy delivered from a memory artifact (`memory_provenance` is set only then; records
+    from before it: any strategy but `none`)."""
+    if "memory_provenance" in row:
+        return row.get("memory_provenance") is not None
+    return row.get("strategy") != "none" and bool(row.get("memory"))
+
+
+def memory_artifact(row: dict) -> tuple[str | None, str | None]:
+    """(path, fingerprint) of the artifact the record's strategy delivered from (ACE's `playbook` option wins
+    over `memory`); (None, None) when it delivered none."""
+    if not uses_memory(row):
+        return None, None
+    ident = _job_identities(str(row.get("run_dir"))).get(row.get("job"), {}) if row.get("run_dir") else {}
+    options = (ident.get("strategy") or {}).get("options") or {}
+    path = options.get("playbook") or row.get("memory")
+    if not path:
+        return None, None
+    recorded = ident.get("memory") or {}
+    if recorded.get("path") == path and recorded.get("sha256_16"):
+        return str(path), str(recorded["sha256_16"])
+    return str(path), _file_sha(str(path))
+
+
+def memory_labels(df: pd.DataFrame) -> pd.Series:
+    """The strategy label, with ` [mem <id>]` where one (benchmark, split, model, assembly, strategy) holds
+    records of several memory artifacts."""
+    if "memory_sha" not in df or df["memory_sha"].isna().all():
+        return df["strategy"]
+    counts = df.groupby([*CELL, "strategy"], dropna=False)["memory_sha"].transform("nunique")
+    several = (counts > 1) & df["memory_sha"].notna()
+    short = df["memory_sha"].astype(str).str.replace("path:", "", regex=False).str[:SHORT]
+    return df["strategy"].where(~several, [tag(s, f"mem {m}") for s, m in zip(df["strategy"], short)])
+
+
+def memory_lines(df: pd.DataFrame) -> list[str]:
+    """'mem 3fa2c1 = strategies/samples/tau2_sample.jsonl (unknown provenance)', for each id a label shows."""
+    if "memory_sha" not in df or not df["strategy"].astype(str).str.contains(r"\bmem [0-9a-f]", regex=True).any():
+        return []
+    lines = []
+    shown = df[df["strategy"].astype(str).str.contains(r"\bmem [0-9a-f]", regex=True)]
+    provenance = shown["memory_provenance"] if "memory_provenance" in shown else pd.Series(None, index=shown.index)
+    for sha, path, prov in zip(shown["memory_sha"], shown["memory_artifact"], provenance):
+        line = f"mem {str(sha).replace('path:', '')[:SHORT]} = {path}" + (f" ({prov})" if isinstance(prov, str) else "")
+        if line not in lines:
+            lines.append(line)
+    return lines

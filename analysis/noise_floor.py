@@ -1,0 +1,142 @@
+"""`python -m analysis.noise_floor RUN_DIR...` (`make aa`): how far an identical configuration differs from itself.
+
+tau2-bench's users found that two single runs must differ by 5.5–10.7 points on airline before a gap exceeds
+repetition noise (tau2-bench issue 540). This measures it from the run itself:
+
+* **A/A from any run with trials >= 2.** Each cell's trials are split into two halves (each task's first
+  half of trials against the rest). `observed` is that split's difference; the spread is the 95 % quantile of
+  |difference| over random splits of every task's trials (a randomisation distribution: trial noise only, the
+  tasks are the same on both sides), then scaled from half the trials to the cell's full size
+  (sqrt((2/m) / (1/a + 1/b)) for halves of a and b trials): "an identical configuration differs from itself by up
+  to X points (95 %) at this size". A Δ vs none inside ±X could be repetition noise alone.
+* **The A/A experiment** (`+experiment=aa`, `make aa`): the same cell run twice with different seeds (strategy
+  variants `aa_seed=<seed>`). The observed difference of the two runs, paired on task and trial, beside the
+  power module's prediction for a rerun of the same tasks: ±1.96 x sqrt(within / (m n)) (analysis.power:
+  `within` = the variance of one trial's difference, estimated from the two runs) and its minimum detectable Δ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+
+import numpy as np
+import pandas as pd
+
+from analysis import fmt, power
+from analysis.load import family, load_records
+from analysis.metrics import CELL, GROUP, valid, with_assembly
+
+N_SPLITS = 2000
+SEED = 0
+AA_VARIANT = re.compile(r"aa_seed=(\d+)")  # configs/experiment/aa.yaml
+
+
+def outcomes(df: pd.DataFrame) -> np.ndarray:
+    """tasks x m matrix of 0/1 outcomes, m = the fewest trials of a task (each task's first m trials)."""
+    df = df.assign(task_id=df["task_id"].astype(str)).sort_values(["task_id", "trial"])
+    m = int(df.groupby("task_id").size().min())
+    return np.array([g["success"].astype(float).to_numpy()[:m] for _, g in df.groupby("task_id")])
+
+
+def aa_spread(df: pd.DataFrame, n_splits: int = N_SPLITS, seed: int = SEED) -> dict:
+    """One cell's A/A figures (points): observed (first half vs second), spread_half (95 % of |difference| over
+    random splits, halves of a and b trials), spread (scaled to the cell's m trials per side); empty when m < 2."""
+    x = outcomes(df) if len(df) else np.zeros((0, 0))
+    if x.size == 0 or x.shape[1] < 2:
+        return {}
+    tasks, m = x.shape
+    a, b = m // 2, m - m // 2
+    observed = x[:, :a].mean(axis=1) - x[:, a:].mean(axis=1)
+    n_splits = min(n_splits, max(200, 4_000_000 // (tasks * m)))  # a big run: fewer splits, bounded memory
+    order = np.random.default_rng(seed).random((n_splits, tasks, m)).argsort(axis=2)
+    shuffled = np.take_along_axis(np.broadcast_to(x, (n_splits, tasks, m)), order, axis=2)
+    diffs = (shuffled[:, :, :a].mean(axis=2) - shuffled[:, :, a:].mean(axis=2)).mean(axis=1)
+    half = float(np.quantile(np.abs(diffs), 0.95))
+    scale = math.sqrt((2 / m) / (1 / a + 1 / b))
+    return {"aa_tasks": tasks, "aa_trials": m, "aa_half": f"{a}+{b}", "aa_observed_pts": 100 * float(observed.mean()),
+            "aa_spread_half_pts": 100 * half, "aa_spread_pts": 100 * half * scale}
+
+
+def per_cell(records: pd.DataFrame, exclude: tuple[str, ...] = ()) -> pd.DataFrame:
+    """One row per (benchmark, split, model, assembly, strategy) with trials >= 2: its A/A figures."""
+    rows = []
+    for key, g in with_assembly(valid(records, exclude)).groupby(GROUP, sort=False, dropna=False):
+        figures = aa_spread(g)
+        if figures:
+            rows.append({**dict(zip(GROUP, key)), **figures})
+    return pd.DataFrame(rows, columns=[*GROUP, "aa_tasks", "aa_trials", "aa_half", "aa_observed_pts",
+                                       "aa_spread_half_pts", "aa_spread_pts"])
+
+
+def add_aa(summary: pd.DataFrame, records: pd.DataFrame, exclude: tuple[str, ...] = ()) -> pd.DataFrame:
+    """The summary with `aa_spread_pts` and `aa_observed_pts` per row (nan where a row has one trial)."""
+    aa = per_cell(records, exclude)[[*GROUP, "aa_spread_pts", "aa_observed_pts"]]
+    return with_assembly(summary).merge(aa, on=GROUP, how="left")
+
+
+def sentence(row: pd.Series) -> str:
+    """'an identical configuration differs from itself by up to X points (95%) at this size (T tasks x m trials)'."""
+    if fmt.missing(row.get("aa_spread_pts")):
+        return "A/A: needs trials >= 2"
+    return (f"an identical configuration differs from itself by up to {row['aa_spread_pts']:.1f} points (95%) at "
+            f"this size ({int(row['aa_tasks'])} tasks x {int(row['aa_trials'])} trials)")
+
+
+def experiment_pairs(records: pd.DataFrame, exclude: tuple[str, ...] = ()) -> pd.DataFrame:
+    """`+experiment=aa`: per cell and strategy family, its first two `aa_seed=` variants against each other."""
+    ok = with_assembly(valid(records, exclude))
+    ok = ok[ok["strategy"].astype(str).map(lambda s: bool(AA_VARIANT.search(s)))]
+    rows = []
+    for key, cell in ok.groupby(CELL, sort=False, dropna=False):
+        for name, fam in cell.groupby(cell["strategy"].map(family), sort=False):
+            labels = sorted(fam["strategy"].unique(), key=lambda s: int(AA_VARIANT.search(s).group(1)))
+            if len(labels) < 2:
+                continue
+            a, b = (fam[fam["strategy"] == s] for s in labels[:2])
+            v = power.pair_variance(a, b)
+            predicted = 1.96 * math.sqrt(v.within / (v.m * v.n)) if v.split and v.n else float("nan")
+            rows.append({**dict(zip(CELL, key)), "strategy": name, "a": labels[0], "b": labels[1], "tasks": v.n,
+                         "trials": v.m, "observed_pts": 100 * v.delta, "predicted_95_pts": 100 * predicted,
+                         "MDΔ_pts": 100 * v.mdd(), "within_prediction": bool(abs(v.delta) <= predicted)
+                         if not math.isnan(predicted) else None})
+    return pd.DataFrame(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m analysis.noise_floor", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="+", help="run directories (or results.jsonl files)")
+    args = parser.parse_args(argv)
+    try:
+        records = load_records(args.runs)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"memdeliv noise_floor: {exc}", file=sys.stderr)
+        return 2
+    if records.empty:
+        print("memdeliv noise_floor: no records found", file=sys.stderr)
+        return 2
+    if banner := fmt.simulated_banner(records["model"].dropna()):
+        print(banner + "\n")
+    cells = per_cell(records)
+    if cells.empty:
+        print("A/A from the run: every cell has one trial per task; rerun with TRIALS=2 or more")
+    for _, row in cells.iterrows():
+        print(f"{fmt.model_label(row['model'])} {row['strategy']}: {sentence(row)}; its own halves "
+              f"({row['aa_half']} trials) differ by {row['aa_observed_pts']:+.1f} points (95% at that size: "
+              f"±{row['aa_spread_half_pts']:.1f})")
+    pairs = experiment_pairs(records)
+    if not pairs.empty:
+        shown = pairs.assign(**{c: pairs[c].map(lambda v: f"{v:+.1f}") for c in ("observed_pts",)},
+                             **{c: pairs[c].map(fmt.mdd) for c in ("predicted_95_pts", "MDΔ_pts")})
+        shown["model"] = shown["model"].map(fmt.model_label)
+        print("\nA/A experiment (the same cell, two seeds; paired on task and trial; predicted = ±1.96 x the "
+              "power module's rerun spread sqrt(within / (trials x tasks))):")
+        print(fmt.plain(shown.drop(columns=[c for c in ("benchmark", "split", "assembly") if shown[c].nunique() <= 1])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""`make tables` / `make report`'s per-task section: which tasks each strategy helped and harmed against `none`
+(analysis.harm), with the A/A noise floor beside Δ vs none (analysis.noise_floor), per row of the strategies table.
+
+`none`'s own row reads its trials split in halves: the harmed tasks that rule lists there are noise by
+construction, and `chance` says how many to expect. Task ids link to the viewer's compare page in
+task_effects.md and in the report (`make view` on the same runs, in the same order).
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import pandas as pd
+
+from analysis import fmt, harm, noise_floor
+from analysis.metrics import BASELINE, GROUP, with_assembly
+
+SHOWN_IDS = 10
+NOTE = ("helped / harmed: tasks whose success against none's changed beyond trial noise (" + harm.RULE + "); the "
+        "none row: none against itself, trials split in halves. chance = harmed tasks trial noise alone would list "
+        "if the strategy equalled none (docs/robustness.md). A/A ±: an identical configuration differs from itself "
+        "by up to this many points (95%) at the row's tasks x trials; a Δ vs none inside it may be noise.")
+
+
+def effects(result) -> list[harm.TaskEffects]:
+    return harm.per_cell(result.records, result.exclude)
+
+
+def frame(result, found: list[harm.TaskEffects] | None = None) -> pd.DataFrame:
+    """One row per strategies-table row: Δ vs none, the A/A spread, helped / harmed counts, chance and ids."""
+    found = effects(result) if found is None else found
+    by_key = {(*map(str, e.cell), e.strategy.replace(" (A/A)", "")): e for e in found}
+    summary = noise_floor.add_aa(result.summary, result.records, result.exclude)
+    rows = []
+    for _, r in with_assembly(summary).iterrows():
+        e = by_key.get(tuple(str(r[c]) for c in GROUP))
+        rows.append({**{c: r[c] for c in GROUP}, "tasks×k": f"{r['tasks']}×{r['trials']}",
+                     "Δ vs none": "-" if fmt.missing(r.get("Δsuccess_pts")) else f"{r['Δsuccess_pts']:+.1f} pts",
+                     "A/A ±": "-" if fmt.missing(r.get("aa_spread_pts")) else f"±{r['aa_spread_pts']:.1f} pts",
+                     "helped": "-" if e is None else len(e.helped), "harmed": "-" if e is None else len(e.harmed),
+                     "chance": "-" if e is None else f"{e.chance:.1f}",
+                     "harmed tasks": "-" if e is None or not e.harmed else _ids(list(e.harmed))})
+    return pd.DataFrame(rows)
+
+
+def _ids(ids: list[str]) -> str:
+    return " ".join(ids[:SHOWN_IDS]) + (f" (+{len(ids) - SHOWN_IDS})" if len(ids) > SHOWN_IDS else "")
+
+
+def display(table: pd.DataFrame) -> pd.DataFrame:
+    shown = table.copy()
+    shown["model"] = shown["model"].map(fmt.model_label)
+    return shown.drop(columns=[c for c in ("benchmark", "split", "assembly") if shown[c].nunique() <= 1])
+
+
+def write(result, out_dir: Path, viewer: str = harm.VIEWER_URL) -> list[Path]:
+    """task_effects.md (the table, then every list with its compare links) and task_effects.csv."""
+    found = effects(result)
+    table = frame(result, found)
+    if table.empty:
+        return []
+    lines = harm.lines(found, viewer=viewer, limit=10_000)
+    text = (display(table).to_markdown(index=False, disable_numparse=True) + "\n\n" + NOTE + "\n\n"
+            + "Task lists (each id opens the viewer's compare page, none's episode beside the strategy's, at the "
+              "first divergence; start `make view` on the same runs, in the same order):\n\n" + "\n".join(lines) + "\n")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "task_effects.md").write_text(text, encoding="utf-8")
+    harm.table(found).to_csv(out_dir / "task_effects.csv", index=False)
+    return [out_dir / "task_effects.md", out_dir / "task_effects.csv"]
+
+
+def terminal(result) -> str:
+    table = frame(result)
+    return "" if table.empty else fmt.plain(display(table)) + "\n" + NOTE
+
+
+def html_section(result, viewer: str = harm.VIEWER_URL) -> str:
+    """The report's section: the table, then each comparison's harmed and helped tasks as compare links."""
+    found = effects(result)
+    table = frame(result, found)
+    if table.empty:
+        return ""
+    parts = ["<h2>Which tasks did memory help or harm?</h2>", display(table).to_html(index=False, border=0),
+             f"<p class=note>{html.escape(NOTE)}</p><ul>"]
+    for e in found:
+        where = "/".join(str(v) for v in e.cell if isinstance(v, str) and v)
+        against = "none (first half of trials)" if "(A/A)" in e.strategy else BASELINE
+        items = []
+        for name, tasks in (("harmed", e.harmed), ("helped", e.helped)):
+            links = ", ".join(f"<a href='{html.escape(harm.compare_url(p, viewer), quote=True)}'>{html.escape(t)}</a>"
+                              for t, p in tasks.items())
+            items.append(f"{name} {len(tasks)}" + (f": {links}" if links else ""))
+        parts.append(f"<li>{html.escape(f'{where} {e.strategy} vs {against}')} ({e.tasks} tasks x {e.trials} trials; "
+                     f"chance {e.chance:.1f}): {'; '.join(items)}</li>")
+    return "".join(parts) + "</ul>"
+

@@ -1,0 +1,306 @@
+"""What a row of results.jsonl is: one episode, typed. The one definition of the schema version, of every field
+name and of their order on disk, and the one reader of the file.
+
+The runner builds a `Row` from the job's fields, the benchmark's `EpisodeRecord` and the strategy's facts; only
+the store writes it (`to_json`) and reads it back (`read_rows`), and so do the budget, the infra-balance line,
+the online replay and analysis's loader, through the store or this reader. The table in docs/running.md lists
+every field (tests/test_row.py checks both ways).
+
+A frozen stdlib dataclass, not a pydantic model: analysis imports this module (plain definitions only, like
+harness/assembly/options.py) without loading the harness or a validation library, and every writer is our own
+code, so a row needs a declared shape, not input validation. A field a row does not have (a failed episode has
+no token columns; rows written before a field existed) is `UNSET` and is not written, which is not the same as
+`null` (`cost_usd: null`: the provider did not price the call).
+
+Columns a plugin benchmark, strategy or online learner adds that are not declared here travel in
+`benchmark_extra`, `strategy_extra` and `learner_extra`, each written at its owner's place in the line.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Optional, TypeVar, Union
+
+SCHEMA_VERSION = 1
+RESULTS = "results.jsonl"  # the run directory's file of rows, one JSON object per line
+
+
+class _Unset:
+    """A field the row does not have (not written), as opposed to one written as null."""
+
+    _instance: Optional["_Unset"] = None
+
+    def __new__(cls) -> "_Unset":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __reduce__(self) -> str:  # one instance in every process (rows travel from Ray workers by pickle)
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET = _Unset()
+T = TypeVar("T")
+Maybe = Union[T, _Unset]  # a declared field a given row may not have
+
+
+@dataclass(frozen=True, kw_only=True)
+class Row:
+    """One episode of a job, in results.jsonl order. The meaning of each field: docs/running.md."""
+
+    # the job's (harness/runner/job.py)
+    schema: Maybe[int] = UNSET
+    run: Maybe[Optional[str]] = UNSET
+    job: Maybe[str] = UNSET
+    benchmark: Maybe[str] = UNSET
+    split: Maybe[str] = UNSET
+    model: Maybe[str] = UNSET
+    user_model: Maybe[str] = UNSET
+    strategy: Maybe[str] = UNSET
+    memory: Maybe[Optional[str]] = UNSET
+    strategy_variant: Maybe[str] = UNSET  # only a job whose strategy config sets `variant`
+    memory_provenance: Maybe[Optional[str]] = UNSET
+    placement: Maybe[str] = UNSET
+    context_policy: Maybe[str] = UNSET
+    answer_mode: Maybe[str] = UNSET
+    trial: Maybe[int] = UNSET
+    seed: Maybe[Optional[int]] = UNSET
+    # the episode's, as its benchmark reports it (harness/records.py EpisodeRecord)
+    task_id: str
+    success: bool
+    reward: Maybe[float] = UNSET
+    termination: Maybe[str] = UNSET
+    error: Maybe[Optional[str]] = UNSET
+    error_detail: Maybe[Optional[str]] = UNSET
+    # the token ledger's (harness/ledger.py Ledger.record_fields)
+    steps: Maybe[int] = UNSET
+    prompt_tokens: Maybe[int] = UNSET
+    cached_tokens: Maybe[Optional[int]] = UNSET
+    cache_write_tokens: Maybe[Optional[int]] = UNSET
+    completion_tokens: Maybe[int] = UNSET
+    memory_tokens: Maybe[int] = UNSET
+    cost_usd: Maybe[Optional[float]] = UNSET
+    user_prompt_tokens: Maybe[int] = UNSET
+    user_cached_tokens: Maybe[Optional[int]] = UNSET
+    user_completion_tokens: Maybe[int] = UNSET
+    user_cost_usd: Maybe[Optional[float]] = UNSET
+    judge_calls: Maybe[int] = UNSET
+    judge_prompt_tokens: Maybe[int] = UNSET
+    judge_cached_tokens: Maybe[Optional[int]] = UNSET
+    judge_completion_tokens: Maybe[int] = UNSET
+    judge_cost_usd: Maybe[Optional[float]] = UNSET
+    model_seconds: Maybe[Optional[float]] = UNSET
+    answer_calls: Maybe[int] = UNSET
+    summarised_turns: Maybe[int] = UNSET
+    delivered: Maybe[list] = UNSET
+    dropped: Maybe[list] = UNSET
+    step_usage: Maybe[list] = UNSET
+    wall_s: Maybe[Optional[float]] = UNSET
+    task_text: Maybe[str] = UNSET
+    # a benchmark's own columns: τ² (harness/benchmarks/tau2/adapter.py), AppWorld (appworld/adapter.py)
+    task_set: Maybe[Optional[dict]] = UNSET
+    agent: Maybe[str] = UNSET
+    judge_model: Maybe[Optional[str]] = UNSET
+    pass_count: Maybe[int] = UNSET
+    num_tests: Maybe[int] = UNSET
+    difficulty: Maybe[Any] = UNSET
+    scenario_id: Maybe[str] = UNSET
+    scenario_tasks: Maybe[int] = UNSET
+    benchmark_extra: Mapping[str, Any] = field(default_factory=dict)  # a plugin benchmark's columns
+    # the provider's retries of this episode's calls (the ledger's; null in an imported row)
+    provider_retries: Maybe[Optional[int]] = UNSET
+    provider_recovered: Maybe[Optional[int]] = UNSET
+    provider_gave_up: Maybe[Optional[int]] = UNSET
+    # a strategy's own facts (Strategy.record_facts: ace, ace_online, ace_retrieval)
+    memory_ground_truth: Maybe[Optional[bool]] = UNSET
+    cited_steps: Maybe[int] = UNSET
+    episodes_seen: Maybe[int] = UNSET
+    memory_size: Maybe[int] = UNSET
+    strategy_calls: Maybe[int] = UNSET
+    strategy_prompt_tokens: Maybe[int] = UNSET
+    strategy_completion_tokens: Maybe[int] = UNSET
+    strategy_cost_usd: Maybe[Optional[float]] = UNSET
+    strategy_extra: Mapping[str, Any] = field(default_factory=dict)  # a plugin strategy's facts
+    # where the row came from and when
+    reflection_rerun: Maybe[int] = UNSET  # retries.jsonl only: an online learner's re-run of the episode
+    imported_from: Maybe[dict] = UNSET  # a cell made by `make import-tau2`
+    trajectory: Maybe[Optional[str]] = UNSET
+    started_at: Maybe[Optional[str]] = UNSET
+    attempt: Maybe[int] = UNSET  # 2, 3, ...: an infra episode run again on resume; absent = 1
+    model_server: Maybe[str] = UNSET  # a model served by the managed llama.cpp server
+    # an online learner's facts about its update (Strategy.learn)
+    update_lost: Maybe[bool] = UNSET
+    learner_extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for bucket in EXTRAS:
+            clash = set(getattr(self, bucket)) & FIELD_SET
+            if clash:  # a plugin's column must not silently replace a declared one
+                raise ValueError(f"Row.{bucket} repeats declared field(s) {sorted(clash)}")
+
+    # -- on disk ---------------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The row's keys in results.jsonl order: declared fields it has, each owner's extra columns in place."""
+        out: dict[str, Any] = {}
+        for name in ORDER:
+            value = getattr(self, name)
+            if name in EXTRAS:
+                out.update(value)
+            elif value is not UNSET:
+                out[name] = value
+        return out
+
+    def to_json(self, scrub: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> str:
+        """One line of results.jsonl (no newline); `scrub` (the store's redaction) sees the dict first."""
+        data = self.to_dict()
+        return json.dumps(scrub(data) if scrub else data, ensure_ascii=False, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Row":
+        """A row from its JSON object; an undeclared key goes to the extra columns of the owner it stands with."""
+        if not isinstance(data, Mapping) or "task_id" not in data or "success" not in data:
+            raise ValueError("not a record (needs task_id and success)")
+        known: dict[str, Any] = {}
+        extra: dict[str, dict[str, Any]] = {bucket: {} for bucket in EXTRAS}
+        owner = EXTRAS[0]
+        for key, value in data.items():
+            if key in FIELD_SET:
+                known[key] = value
+                owner = _OWNER_AFTER[key]
+            else:
+                extra[owner][key] = value
+        return cls(**known, **{bucket: cols for bucket, cols in extra.items() if cols})
+
+    @classmethod
+    def of(cls, *parts: tuple[Mapping[str, Any], str]) -> "Row":
+        """A row from its parts, each (columns, the extra bucket of its owner): declared names set their field
+        (a later part wins), the rest join the owner's bucket."""
+        known: dict[str, Any] = {}
+        extra: dict[str, dict[str, Any]] = {}
+        for columns, bucket in parts:
+            for key, value in columns.items():
+                if key in FIELD_SET and key not in EXTRAS:
+                    known[key] = value
+                else:
+                    extra.setdefault(bucket, {})[key] = value
+        return cls(**known, **{bucket: cols for bucket, cols in extra.items()})
+
+    @classmethod
+    def from_json(cls, line: str) -> "Row":
+        return cls.from_dict(json.loads(line))
+
+    # -- what readers ask (by name, as of the dict a line decodes to) -------------------------------------
+    def __getitem__(self, name: str) -> Any:
+        value = self.get(name, UNSET)
+        if value is UNSET:
+            raise KeyError(name)
+        return value
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name, UNSET) is not UNSET
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """A field or an extra column by name, `default` when the row does not have it (as dict.get)."""
+        if name in FIELD_SET and name not in EXTRAS:
+            value = getattr(self, name)
+            return default if value is UNSET else value
+        for bucket in EXTRAS:
+            if name in getattr(self, bucket):
+                return getattr(self, bucket)[name]
+        return default
+
+    @property
+    def episode(self) -> tuple[str, int]:
+        """(task_id, trial): the episode this row records (a row without a trial is trial 0)."""
+        return str(self.task_id), int(self.get("trial", 0))
+
+    @property
+    def attempt_number(self) -> int:
+        """1 for a first record (and for rows written before `attempt` existed)."""
+        return int(self.get("attempt", 1))
+
+    def with_columns(self, columns: Mapping[str, Any], extra: str) -> "Row":
+        """The row with more columns: declared names set their field, others join `extra` (an owner's bucket)."""
+        declared = {k: v for k, v in columns.items() if k in FIELD_SET and k not in EXTRAS}
+        rest = {k: v for k, v in columns.items() if k not in declared}
+        if rest:
+            declared[extra] = {**getattr(self, extra), **rest}
+        return replace(self, **declared) if declared else self
+
+
+EXTRAS = ("benchmark_extra", "strategy_extra", "learner_extra")
+ORDER = tuple(f.name for f in fields(Row))
+FIELD_SET = frozenset(ORDER)
+FIELD_NAMES = tuple(name for name in ORDER if name not in EXTRAS)  # every declared column, in order
+
+
+def _owners() -> dict[str, str]:
+    """Declared field -> the extra bucket an undeclared key right after it belongs to."""
+    owners, current = {}, EXTRAS[0]
+    for name in ORDER:
+        if name in EXTRAS:
+            current = EXTRAS[min(EXTRAS.index(name) + 1, len(EXTRAS) - 1)]
+        owners[name] = current
+    return owners
+
+
+_OWNER_AFTER = _owners()
+
+
+# -- the one reader ------------------------------------------------------------------------------------------
+class RowError(ValueError):
+    """A line of results.jsonl that is not a row, with its file:line."""
+
+
+Bad = Callable[[int, str, bool], None]  # (line number, reason, torn: the unterminated last line)
+
+
+def parse_rows(data: bytes, source: str, bad: Bad | None = None) -> list[tuple[int, Row]]:
+    """(line number, Row) for every line of a results.jsonl's bytes. A bad line goes to `bad`; without one, a
+    torn last line (no newline: a write cut off by a kill) is skipped and any other bad line raises RowError."""
+    lines = data.decode("utf-8").split("\n")
+    out = []
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        torn = lineno == len(lines)  # the text after the last newline
+        try:
+            out.append((lineno, Row.from_json(line)))
+        except (json.JSONDecodeError, ValueError, TypeError) as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+            if bad is not None:
+                bad(lineno, reason, torn)
+            elif not torn:
+                raise RowError(f"{source}:{lineno}: corrupt record ({reason})") from None
+    return out
+
+
+def read_rows(path: str | Path, bad: Bad | None = None) -> list[tuple[int, Row]]:
+    """Every row of a results.jsonl file, read once (see parse_rows); none when the file does not exist."""
+    path = Path(path)
+    return parse_rows(path.read_bytes(), str(path), bad) if path.is_file() else []
+
+
+def latest_per_episode(rows: Iterable[Row]) -> tuple[dict[tuple[str, int], Row], dict[str, int]]:
+    """The row that counts for each (task_id, trial): the highest `attempt`, and of equal attempts the later
+    line; with how many were dropped as `superseded` (an earlier attempt) or `duplicates` (the same attempt)."""
+    kept: dict[tuple[str, int], Row] = {}
+    dropped = {"superseded": 0, "duplicates": 0}
+    for row in rows:
+        key = row.episode
+        old = kept.get(key)
+        if old is None:
+            kept[key] = row
+            continue
+        dropped["duplicates" if row.attempt_number == old.attempt_number else "superseded"] += 1
+        if row.attempt_number >= old.attempt_number:
+            kept[key] = row
+    return kept, dropped

@@ -1,0 +1,192 @@
+"""The job loop: one resolved `Job` (harness/runner/job.py) = the benchmark's tasks x trials, concurrent,
+resumable, under a one-writer lock.
+
+It reads the run's rows once (resume), builds the strategy, hands the episodes to an executor with what only the
+loop knows (the attempt, an online learner's update: `after`, applied before the next episode of a stream
+starts), appends each finished `Outcome`'s row, and stops the job when its provider is unusable or cannot be
+reached (harness/runner/reach.py).
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+from contextlib import closing, contextmanager
+from dataclasses import replace
+from typing import Any, Callable, Iterator, Mapping, Optional
+
+from omegaconf import OmegaConf
+
+from harness import secrets
+from harness.errors import INFRA, STRATEGY, FailureTally, StrategyError, classify
+from harness.records import Outcome
+from harness.row import Row
+from harness.runner import executors
+from harness.runner.budget import Budget
+from harness.runner.episode import EpisodeRunner, build_strategy
+from harness.runner.infra_balance import infra_warning
+from harness.runner.job import Job, resolve
+from harness.runner.job_rows import JobRows
+from harness.runner.online_replay import episode_key, reapply_online_updates
+from harness.runner.progress import Progress
+from harness.runner.reach import Reachability
+from harness.runner.reflect_and_retry import learner
+from harness.serving.model_client import ProviderUnreachable, ProviderUnusable
+from harness.serving.models import ModelSpec, open_model
+from harness.store import RunStore
+from harness.store.joblock import job_lock
+
+LOCAL_SERVER = "local llama.cpp"
+Learn = Callable[[Any, Any, int], Mapping[str, Any]]
+
+
+def run_job(job: Any) -> dict[str, Any]:
+    """Run a `Job` (or a composed config, resolved here) and return its summary."""
+    job = job if isinstance(job, Job) else resolve(job)
+    store = RunStore(job.run_dir)
+    config = OmegaConf.to_container(job.cfg, resolve=True)
+    secrets.learn_from_config(config)  # before any child process or write
+    with job_lock(store, job.key, job.slug):  # one process per job (JobLocked otherwise)
+        with open_model(job.cfg.model, log_dir=store.root) as model:  # a managed local server stops on any exit
+            return _run_job(job, config, model, store)
+
+
+def _run_job(job: Job, config: Any, model: ModelSpec, store: RunStore) -> dict[str, Any]:
+    key, bench = job.key, job.benchmark
+    strategy = build_strategy(job, model, job.artifacts_dir)
+    store.open_job(key, config, job.identity)
+    if model.simulated:
+        store.note(f"{model.name} is SIMULATED: a scripted agent with planted success probabilities "
+                   f"(docs/simulated-world.md), not a language model")
+    tasks = bench.tasks()
+    by_id = {str(task.id): task for task in tasks}
+    warn_cut_scenarios(store, key, bench.cut_scenarios(tasks))
+    rows = JobRows(key, store.read(), bool(job.cfg.get("retry_infra", True)))  # the one read of results.jsonl
+    if rows.dropped["duplicates"]:
+        print(f"memdeliv: {key}: {rows.dropped['duplicates']} duplicate record(s) ignored (the last one of each "
+              "counts)", file=sys.stderr)
+    todo = [(task, trial) for trial in range(job.trials) for task in tasks if (str(task.id), trial) not in rows.done]
+    total = len(tasks) * job.trials
+    online = bool(strategy.learns_online)
+    # labels (reward, success, evaluator report, gold) reach an online learner only when it is allowed them
+    labels = job.capabilities.uses_ground_truth
+    if online:  # an update lost to a crash (or skipped when its provider was down) is applied on resume
+        reapply_online_updates(strategy, bench, store.root, rows.latest.values(), labels)
+    tally, began, ran = FailureTally(), time.perf_counter(), 0
+    bar = Progress(key, total, total - len(todo), enabled=job.cfg.progress, recorded=rows.settled())
+    try:
+        one = EpisodeRunner(job, bench, model, strategy, store.root, on_step=bar.step)
+        # threads, Ray tasks, or an online learner's streams (side by side when independent, else in order)
+        pool = executors.create(job, strategy, served=model.served_kwargs())
+        learn = learner(strategy, bench, pool.runner(one), store, samples=len(tasks), ground_truth=labels) \
+            if online else None
+        budget = Budget(job.cfg.budget_usd, rows.all) if job.cfg.get("budget_usd") is not None else None
+        reach = Reachability(len(todo), model.name, int(job.cfg.model.max_retries))
+
+        def after(outcome: Outcome) -> Outcome:  # before the next episode of its stream starts
+            assert outcome.row is not None
+            attempt = rows.attempts.get(outcome.row.episode, 1)
+            return replace(outcome, row=with_loop_facts(job, outcome, attempt, learn, by_id, store))
+
+        # Ctrl-C or a stop closes the executor: nothing new starts, what is recorded stays recorded
+        with long_lived_frozen(), closing(pool.run(todo, one, budget=budget, after=after)) as outcomes:
+            for outcome in outcomes:
+                if outcome.stop is not None:  # bad key / unknown model: what is recorded stays recorded
+                    raise ProviderUnusable(outcome.stop)
+                if outcome.row is None:  # held back by budget_usd: nothing ran, nothing is recorded
+                    continue
+                row = outcome.row
+                store.append(row)
+                rows.add(row)
+                tally.add(row)
+                bar.update(1, row)
+                ran += 1
+                if (unreachable := reach.see(outcome)) is not None:  # recorded first: a rerun runs it again
+                    one.stopped = unreachable  # episodes queued behind it make no call
+                    raise ProviderUnreachable(unreachable)
+    finally:
+        bar.close()
+        bench.close()  # e.g. AppWorld's engine workers: never left running
+    return close_job(job, store, rows, model, tally, pool.name, budget, ran, len(tasks), time.perf_counter() - began,
+                     online)
+
+
+@contextmanager
+def long_lived_frozen() -> Iterator[None]:
+    """For the job's episodes, the objects alive when they start (modules, LiteLLM's price map, the tasks, the rows
+    read) are set aside from Python's cyclic collector (gc.freeze), and given back after (gc.unfreeze): they
+    outlive the job, yet every full collection, which an episode's many allocations (τ²'s databases) trigger
+    again and again, would walk them all. Nothing is kept longer than the job (docs/performance.md)."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def with_loop_facts(job: Job, outcome: Outcome, attempt: int, learn: Optional[Learn], by_id: dict[str, Any],
+                    store: RunStore) -> Row:
+    """The episode's row with its attempt, the local server's mark, and an online learner's update applied."""
+    assert outcome.row is not None
+    row = replace(outcome.row, attempt=attempt,
+                  **({"model_server": LOCAL_SERVER} if job.cfg.model.get("gguf") else {}))  # `openai/<alias>`
+    if learn is None or outcome.trajectory is None or row.get("error") in (INFRA, STRATEGY):
+        return row
+    # e.g. ACE online: the playbook evolves during the run; a crash there is the treatment's. The update comes
+    # before the row and carries the episode key, so neither is lost or doubled by a kill between the two (a
+    # resumed run re-runs the episode and skips the applied update).
+    task_id, trial = row.episode
+    try:
+        facts = learn(replace(outcome.trajectory, episode=episode_key(task_id, trial)), by_id[task_id], trial)
+    except StrategyError as exc:
+        error, detail = classify(exc)
+        if error == INFRA:  # its provider failed after retries: the episode itself stands
+            store.note(f"{job.key}: online update skipped for {task_id} trial {trial}: {detail}")
+            return row
+        return replace(row, success=False, error=error, error_detail=detail)
+    return row.with_columns(facts or {}, "learner_extra")
+
+
+def close_job(job: Job, store: RunStore, rows: JobRows, model: ModelSpec, tally: FailureTally, executor: str,
+              budget: Optional[Budget], ran: int, tasks: int, wall_s: float, online: bool) -> dict[str, Any]:
+    """The job's manifest facts and end-of-job summary, from the rows it read and wrote."""
+    key, bench = job.key, job.benchmark
+    if rows.cache_unreported():
+        note_unreported_cache(store, model.name, local=bool(model.api_base))
+    totals = rows.totals()  # over every launch of the job (a resume adds to them)
+    episodes_done, total, skipped = len(rows.done) + ran, tasks * job.trials, len(rows.done)
+    stopped = budget.line(episodes_done, total) if budget is not None and budget.stopped else None
+    if stopped:
+        print(f"memdeliv: {key}: {stopped}; rerun with run_name={job.run_name} and a higher budget_usd to resume",
+              file=sys.stderr)
+    store.close_job(key, tasks=tasks, trials=job.trials, ran=ran, skipped=skipped,
+                    **({"budget": budget.facts(episodes_done, total)} if budget is not None else {}),
+                    infra_rerun=len(rows.attempts), **{**tally.facts(), **totals}, executor=executor,
+                    # an online update lost after its retries: counted, not only in history
+                    **({"updates_lost": rows.updates_lost()} if online else {}),
+                    wall_s=round(wall_s, 3), **bench.manifest_facts())
+    tally.warn(key)
+    return {"job": key, "run_dir": str(store.root), "ran": ran, "skipped": skipped,
+            **({"budget_stopped": stopped} if stopped else {}),
+            "infra_errors": tally.errors.get(INFRA, 0), "errors": dict(tally.errors), "retried": totals["retried"],
+            "recovered": totals["recovered"], "infra_rerun": len(rows.attempts), "executor": executor,
+            "infra_warning": infra_warning(rows.all, key)}
+
+
+def warn_cut_scenarios(store: RunStore, key: str, cut: list[str]) -> None:
+    """A LIMIT (or task_ids) that keeps only part of a scenario: SGC will skip it; say so before running."""
+    if not cut:
+        return
+    text = (f"{key}: {len(cut)} scenario(s) only partly selected by benchmark.limit/task_ids "
+            f"({', '.join(cut[:5])}{', ...' if len(cut) > 5 else ''}): SGC uses complete scenarios only")
+    print(f"memdeliv: warning: {text}", file=sys.stderr)
+    store.note(text)
+
+
+def note_unreported_cache(store: RunStore, model: str, local: bool = False) -> None:
+    """cached_tokens is null where the provider reported none; say so where a reader of the run looks."""
+    why = (" (llama-cpp-python's server never reports them; bench/cache.py measures prefix reuse from the "
+           "local server's log instead)") if local else ""
+    store.note(f"{model}: the provider did not report cached prompt tokens on every call, so cached_tokens "
+               f"is null there{why}")

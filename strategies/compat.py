@@ -1,0 +1,98 @@
+"""Strategies written against the protocol before its capabilities were declared, fitted once when the registry
+loads them: a plain factory function, or a class with `create(ctx)` that does not inherit `StrategyBase`.
+
+This is the one place that reads the old, optional shape (attributes a strategy might have). What it builds
+is given `StrategyBase`'s defaults for the members it lacks, so the harness calls every capability plainly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence
+
+from strategies.base import Delivery, Gold, Rerun, StepView, Strategy, StrategyBase, TaskView, Trajectory
+
+
+class LegacyFactory:
+    """A registered object that is not a StrategyBase class, read as the old protocol read it: `known_options`
+    (absent: none, or unchecked names when it has a `validate_options` hook), the optional hooks, and `create`
+    (else the object is called with the context)."""
+
+    def __init__(self, obj: Any):
+        self.obj = obj
+        declared = getattr(obj, "known_options", None)
+        hook = getattr(obj, "validate_options", None)
+        self.known_options: Optional[tuple[str, ...]] = tuple(declared) if declared is not None else \
+            (None if hook is not None else ())
+        self.uses_memory = bool(getattr(obj, "uses_memory", True))
+        self._validate, self._ground_truth = hook, getattr(obj, "uses_ground_truth", None)
+        self._create = getattr(obj, "create", None) or obj
+
+    def validate_options(self, options: dict[str, Any]) -> None:
+        if self._validate is not None:
+            self._validate(dict(options))
+
+    def uses_ground_truth(self, options: dict[str, Any]) -> bool:
+        return bool(self._ground_truth(dict(options))) if self._ground_truth is not None else False
+
+    def create(self, ctx: Any) -> Strategy:
+        return fitted(self._create(ctx))
+
+
+def fitted(built: Any) -> Strategy:
+    """`built` itself when it implements the whole protocol, else wrapped with the defaults it lacks; a clear
+    TypeError when it has not even build/deliver/update."""
+    if isinstance(built, (StrategyBase, Strategy)):
+        return built
+    if not all(callable(getattr(built, m, None)) for m in ("build", "deliver", "update")):
+        raise TypeError(f"{type(built).__name__} does not implement the Strategy protocol (build/deliver/update); "
+                        "inherit strategies.StrategyBase and write deliver()")
+    return LegacyStrategy(built)
+
+
+@dataclass(eq=False)
+class LegacyStrategy:
+    """An old-protocol strategy with the members it lacks defaulted as StrategyBase does."""
+
+    inner: Any
+
+    @property
+    def name(self) -> str:
+        return str(getattr(self.inner, "name", type(self.inner).__name__))
+
+    @property
+    def learns_online(self) -> bool:
+        return bool(getattr(self.inner, "learns_online", False))
+
+    @property
+    def trial_streams(self) -> bool:
+        return bool(getattr(self.inner, "trial_streams", False))
+
+    def build(self, trajectories: Sequence[Trajectory]) -> None:
+        self.inner.build(trajectories)
+
+    def deliver(self, task: TaskView, step: StepView) -> Delivery:
+        return self.inner.deliver(task, step)
+
+    def update(self, trajectory: Trajectory) -> None:
+        self.inner.update(trajectory)
+
+    def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
+              samples: Optional[int] = None) -> Mapping[str, Any]:
+        own = getattr(self.inner, "learn", None)
+        if own is None:
+            self.inner.update(trajectory)
+            return {}
+        return own(trajectory, rerun, gold, samples) or {}
+
+    def for_trial(self, trial: int) -> Strategy:
+        own = getattr(self.inner, "for_trial", None)
+        return fitted(own(trial)) if own is not None else self
+
+    def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
+        own = getattr(self.inner, "record_facts", None)
+        return dict(own(trajectory)) if own is not None else {}
+
+    def applied_episodes(self) -> Optional[frozenset[str]]:
+        own = getattr(self.inner, "applied_episodes", None)
+        return frozenset(own()) if own is not None else None
