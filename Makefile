@@ -49,7 +49,7 @@ MEMORY_ARGS = $(MODEL_ARGS) benchmark=$(BENCH) \
 	$(if $(TRIALS),benchmark.trials=$(TRIALS)) $(if $(CONCURRENCY),concurrency=$(CONCURRENCY)) \
 	$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS))
 
-.PHONY: setup test sweep selfcheck table tables report view export-tau2 import-tau2 bench bench-retrieval bench-scale clean-venv memory ace lock \
+.PHONY: setup lint test sweep selfcheck table tables report view export-tau2 import-tau2 bench bench-retrieval bench-scale clean-venv memory ace lock \
 	appworld-data tau2-data simulated-memory power recommend plan corrupt aa
 
 # `make setup` builds its parts concurrently (a sub-make with -j$(SETUP_JOBS)): the main venv's installs,
@@ -123,8 +123,14 @@ TAU2_REF ?= v1.0.1
 tau2-data:
 	scripts/fetch-tau2-data.sh $(TAU2_REF) .cache/tau2-data/$(TAU2_REF)
 
+# Lint and types first (docs/development.md): ruff, then mypy, over what pyproject.toml names (harness/, strategies/,
+# analysis/, bench/); any finding fails `make test` before a test runs. mypy keeps its cache in .mypy_cache.
+lint: setup
+	.venv/bin/ruff check --quiet
+	$(PY) -m mypy
+
 # two workers or more (one per core, at most 4), whole files per worker so module fixtures are built once
-test: setup
+test: lint
 	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile
 
 sweep: setup

@@ -105,7 +105,7 @@ def _money(value: float, by: str) -> str:
     return usd(value) if by == "cost" else f"{value:,.0f} tokens"
 
 
-def decide(key: tuple, cell: pd.DataFrame, k: int = 1, by: str = "tokens", delta_pts: float = 5.0,
+def decide(key: tuple[str, str, str, str], cell: pd.DataFrame, k: int = 1, by: str = "tokens", delta_pts: float = 5.0,
            alpha: float = noninferiority.ALPHA, amortise_over: int | None = None,
            exclude: tuple[str, ...] = ()) -> Recommendation:
     ok = with_assembly(with_tokens(valid(cell, exclude)))
@@ -175,7 +175,8 @@ def _recommended(rec: Recommendation, row: pd.Series, prices: dict, by: str) -> 
     n = row.get("amortised_over")
     among = "among the priced ones " if rec.unpriced else ""
     build_text = ("its build cost is unknown and not included" if math.isnan(build) else
-                  f"+ {_money(one_off, by)} one-off amortised over {'?' if fmt.missing(n) else f'{int(n):,}'} task runs")
+                  f"+ {_money(one_off, by)} one-off amortised over "
+                  f"{'?' if fmt.missing(n) else f'{int(n):,}'} task runs")
     rec.sentences.append(
         f"Recommended: {rec.choice}, the cheapest strategy {among}shown to be non-inferior at margin "
         f"{rec.margin_pts:g} points (at most {rec.margin_pts:g} points below every other): {_money(total, by)} per "
@@ -234,8 +235,9 @@ def _no_decision(rec: Recommendation, arms: dict, groups: dict, metric: dict, k:
             rec.more_tasks = more
         top = "unbounded" if math.isinf(hi) else f"{int(hi):,}"
         spread = "" if lo == hi == need else f"; a bootstrap over these tasks gives {int(lo):,}-{top}"
-        say(f"To settle it at {_trials(t)}: about {int(need):,} tasks in all ({more:,} more than now{spread}) would show whether {s} is within the margin, if the observed "
-            f"differences hold (80% power; new tasks, so the between-task spread counts)." if math.isfinite(lo) else
+        say(f"To settle it at {_trials(t)}: about {int(need):,} tasks in all ({more:,} more than now{spread}) "
+            f"would show whether {s} is within the margin, if the observed differences hold "
+            f"(80% power; new tasks, so the between-task spread counts)." if math.isfinite(lo) else
             f"To settle it at {_trials(t)}: about {int(need):,} tasks in all ({more:,} more than now; but most "
             f"bootstrap draws over these tasks see no room within the margin, so treat it as a floor) would show "
             f"whether {s} is within the margin, if the observed differences hold (80% power).")

@@ -25,7 +25,8 @@ def strategies_display(summary: pd.DataFrame) -> pd.DataFrame:
             row["SGC"] = fmt.pct_ci(r["sgc"], r["sgc_lo"], r["sgc_hi"], sign="")
             row["scenarios"] = scenarios_cell(r)
         row.update({"Δ vs none": _delta(r), "tokens/task": fmt.kilo(r["tokens/task"]),
-                    "Δtokens": "-" if r["strategy"] == "none" else fmt.signed_pct(r["Δtokens_%"]), "prompt/task": fmt.kilo(r["prompt_tokens/task"]),
+                    "Δtokens": "-" if r["strategy"] == "none" else fmt.signed_pct(r["Δtokens_%"]),
+                    "prompt/task": fmt.kilo(r["prompt_tokens/task"]),
                     "cached/task": fmt.kilo(r["cached_tokens/task"]),
                     "cache write/task": fmt.kilo(r.get("cache_write_tokens/task")),
                     "completion/task": fmt.kilo(r["completion_tokens/task"]),
@@ -94,7 +95,7 @@ def scenarios_cell(r: pd.Series) -> str:
 
 def scenario_warnings(summary: pd.DataFrame) -> list[str]:
     """One line per cell whose SGC had to leave scenarios out (a missing or --exclude'd task, e.g. a LIMIT cut)."""
-    lines = []
+    lines: list[str] = []
     if "scenarios_incomplete" not in summary:
         return lines
     for _, r in summary[summary["scenarios_incomplete"].fillna(0) > 0].iterrows():
@@ -142,7 +143,8 @@ def _delta(r: pd.Series, short: bool = False) -> str:
     if r["strategy"] == "none" or fmt.missing(r["Δsuccess_pts"]):
         return "-"
     u = r.get("underpowered")
-    flag = (" underpowered" + ("" if short else f" (MDΔ {fmt.mdd(r['MDΔ_pts'])})")) if not fmt.missing(u) and bool(u) else ""
+    underpowered = not fmt.missing(u) and bool(u)
+    flag = (" underpowered" + ("" if short else f" (MDΔ {fmt.mdd(r['MDΔ_pts'])})")) if underpowered else ""
     pairs, base = r.get("Δpairs"), r.get("Δbase_records")
     most = max(r["records"], 0 if fmt.missing(base) else base)  # either row holding more: Δ is on fewer pairs
     fewer = f" on {int(pairs)} pairs" if not fmt.missing(pairs) and pairs < most else ""

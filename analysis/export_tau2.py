@@ -123,7 +123,7 @@ def _tasks_seen(cell: pd.DataFrame, loaded: dict[str, dict[str, Any]],
 
 def _info(first: dict[str, Any] | None, cell: pd.DataFrame) -> dict[str, Any]:
     """tau2's `Info`: the stored one, with this cell's trial count and models (ours say "see config.yaml")."""
-    info = json.loads(json.dumps(first["info"])) if first else {
+    info: dict[str, Any] = json.loads(json.dumps(first["info"])) if first else {
         "git_commit": "", "max_steps": 0, "max_errors": 0, "seed": None,
         "user_info": {"implementation": "user_simulator"}, "agent_info": {"implementation": "memdeliv_agent"},
         "environment_info": {"domain_name": str(cell["benchmark"].iloc[0]).removeprefix("tau2_"), "policy": ""}}

@@ -39,6 +39,6 @@ def all_infra_tasks(records: pd.DataFrame, shown: int = 20) -> list[str]:
                         .transform("all")].groupby(GROUP, sort=False, dropna=False):
         tasks = sorted(g["task_id"].astype(str).unique(), key=lambda t: (len(t), t))
         named = ", ".join(tasks[:shown]) + (f", ... ({len(tasks) - shown} more)" if len(tasks) > shown else "")
-        lines.append(f"{infra_rates.where(key)}: every trial of {len(tasks)} task(s) was infra: {named} (counted as failures; "
-                     "--exclude infra leaves them out)")
+        lines.append(f"{infra_rates.where(key)}: every trial of {len(tasks)} task(s) was infra: {named} "
+                     "(counted as failures; --exclude infra leaves them out)")
     return lines

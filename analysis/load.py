@@ -14,10 +14,11 @@ Grains (inspect_ai's idea: the log is the API, analysis offers DataFrames at sev
 Malformed lines are reported with file:line and skipped, never silently.
 
 Several runs are never silently pooled as extra trials: when two run directories hold the same episode
-(benchmark, task set, split, model, request assembly, strategy, memory artifact, task, trial: analysis.identity), ``load_records`` raises ``RunsOverlap``
-(the CLIs exit 2 naming both runs) unless ``overlap="pool"`` (``--pool-runs``, ``make ... POOL=1``) renumbers
-the later runs' trials after the earlier ones' and says that trial seeds repeat. The same results.jsonl reached
-twice (a path given twice, or a run inside another given run) is always an error.
+(benchmark, task set, split, model, request assembly, strategy, memory artifact, task, trial: analysis.identity),
+``load_records`` raises ``RunsOverlap`` (the CLIs exit 2 naming both runs) unless ``overlap="pool"``
+(``--pool-runs``, ``make ... POOL=1``) renumbers the later runs' trials after the earlier ones' and says that
+trial seeds repeat. The same results.jsonl reached twice (a path given twice, or a run inside another given run)
+is always an error.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import pandas as pd
 
@@ -193,7 +194,8 @@ def _consolidation_tag(memory: str) -> str | None:
     mode = meta.get("consolidation")
     if mode == "lossy":
         return f"lossy, target {meta.get('lossy_target')}"
-    return {"none": "no consolidation", "text": "text consolidation"}.get(mode)  # lossless (altk): the default
+    labels: dict[Any, str] = {"none": "no consolidation", "text": "text consolidation"}
+    return labels.get(mode)  # lossless (altk): the default
 
 
 def family(label: str) -> str:
@@ -249,8 +251,9 @@ def jobs_frame(records: pd.DataFrame) -> pd.DataFrame:
     infra = records["error"] == "infra"
     failed = records["error"].notna() & ~infra
     frame = records.assign(infra=infra, failed=failed, ok_success=(records["success"].astype(bool) & ~infra))
-    aggs = {"records": ("task_id", "size"), "tasks": ("task_id", "nunique"), "trials": ("trial", "nunique"),
-            "infra_errors": ("infra", "sum"), "other_errors": ("failed", "sum"), "success": ("ok_success", "mean")}
+    aggs: dict[str, tuple[str, Any]] = {
+        "records": ("task_id", "size"), "tasks": ("task_id", "nunique"), "trials": ("trial", "nunique"),
+        "infra_errors": ("infra", "sum"), "other_errors": ("failed", "sum"), "success": ("ok_success", "mean")}
     aggs |= {c: (c, _sum_or_nan) for c in ("prompt_tokens", "cached_tokens", "completion_tokens", "memory_tokens",
                                      "cost_usd") if c in frame}
     if "started_at" in frame:

@@ -81,7 +81,7 @@ def valid(df: pd.DataFrame, exclude: tuple[str, ...] = EXCLUDED) -> pd.DataFrame
 def error_counts(df: pd.DataFrame) -> dict[str, int]:
     """{label: records} for every error label present (known labels first, in their order)."""
     counts = df["error"].dropna().value_counts()
-    order = [l for l in ERROR_LABELS if l in counts] + sorted(l for l in counts.index if l not in ERROR_LABELS)
+    order = [n for n in ERROR_LABELS if n in counts] + sorted(n for n in counts.index if n not in ERROR_LABELS)
     return {label: int(counts[label]) for label in order}
 
 
@@ -158,7 +158,7 @@ def with_tokens(df: pd.DataFrame) -> pd.DataFrame:
 def spent(df: pd.DataFrame) -> pd.DataFrame:
     """The records' usage with what a record could not have spent set to 0: agent figures of a record with no
     agent step (an episode that failed before its first call, infra or harness), user USD with no user tokens."""
-    out = {}
+    out: dict[str, pd.Series] = {}
     if "steps" in df:
         idle = df["steps"].fillna(0) == 0
         out |= {c: df[c].where(~idle, 0) for c in AGENT_SPEND if c in df}
@@ -264,7 +264,7 @@ def infra_imbalance(summary: pd.DataFrame) -> list[str]:
     """One line per cell (benchmark, split, model, assembly) whose strategies' infra-error rates differ, by the
     rule the runner's end-of-job line uses (harness/infra_rates.py: any difference, even 0 vs 1 record): a
     treatment that causes infra errors must be visible, whichever view is shown."""
-    lines = []
+    lines: list[str] = []
     if summary.empty or "infra_errors" not in summary:
         return lines
     for key, cell in summary.groupby(CELL, sort=False, dropna=False):

@@ -34,6 +34,14 @@ SEED = 0
 AA_VARIANT = re.compile(r"aa_seed=(\d+)")  # configs/experiment/aa.yaml
 
 
+def _seed(strategy: str) -> int:
+    """The aa_seed of an A/A copy's strategy label (only labels that match reach here)."""
+    match = AA_VARIANT.search(strategy)
+    if match is None:
+        raise ValueError(f"{strategy!r} is not an A/A copy (no aa_seed=N)")
+    return int(match.group(1))
+
+
 def outcomes(df: pd.DataFrame) -> np.ndarray:
     """tasks x m matrix of 0/1 outcomes, m = the fewest trials of a task (each task's first m trials)."""
     df = df.assign(task_id=df["task_id"].astype(str)).sort_values(["task_id", "trial"])
@@ -92,7 +100,7 @@ def experiment_pairs(records: pd.DataFrame, exclude: tuple[str, ...] = ()) -> pd
     rows = []
     for key, cell in ok.groupby(CELL, sort=False, dropna=False):
         for name, fam in cell.groupby(cell["strategy"].map(family), sort=False):
-            labels = sorted(fam["strategy"].unique(), key=lambda s: int(AA_VARIANT.search(s).group(1)))
+            labels = sorted(fam["strategy"].unique(), key=_seed)
             if len(labels) < 2:
                 continue
             a, b = (fam[fam["strategy"] == s] for s in labels[:2])

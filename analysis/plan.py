@@ -126,12 +126,14 @@ def build_estimate(facts: dict[str, Any], cells: list[Cell], prices: dict[str, A
     episode_usd = none.usd["agent"] + none.usd["user"]
     agent = prices["agent"]
     extract = agent.cost(EXTRACT_PER_TASK["prompt"], EXTRACT_PER_TASK["completion"]) if agent else float("nan")
-    tokens = n * (none.episode.tokens["prompt"] + none.episode.tokens["completion"] + none.episode.tokens["user_prompt"]
-                  + none.episode.tokens["user_completion"] + EXTRACT_PER_TASK["prompt"] + EXTRACT_PER_TASK["completion"])
+    episode = none.episode.tokens
+    tokens = n * (episode["prompt"] + episode["completion"] + episode["user_prompt"] + episode["user_completion"]
+                  + EXTRACT_PER_TASK["prompt"] + EXTRACT_PER_TASK["completion"])
     return {"tasks": n, "tokens": tokens, "usd": n * (episode_usd + extract)}
 
 
-def decision(pilot: pd.DataFrame, strategies: list[str], trials: int, delta_pts: float) -> tuple[Optional[int], list[str]]:
+def decision(pilot: pd.DataFrame, strategies: list[str], trials: int,
+             delta_pts: float) -> tuple[Optional[int], list[str]]:
     """New tasks needed so every planned strategy's difference from `none` is decided at DELTA points with 80%
     power at `trials` trials (analysis.power, from the pilot's variance); lines say which pair needs most."""
     ok = valid(pilot)

@@ -150,7 +150,8 @@ def pilot_episode(pilot: pd.DataFrame, strategy: str, memory: Optional[str], blo
                  "artifact")
     prompt = nonmem + steps * per_step
     reported = base["cached_tokens"].notna().all() if "cached_tokens" in base and len(base) else False
-    share = _mean(base, "cached_tokens") / _mean(base, "prompt_tokens") if reported and _mean(base, "prompt_tokens") else 0.0
+    base_prompt = _mean(base, "prompt_tokens")
+    share = _mean(base, "cached_tokens") / base_prompt if reported and base_prompt else 0.0
     tokens = {"prompt": prompt, "cached": share * prompt, "completion": _mean(base, "completion_tokens") * step_scale,
               "user_prompt": _mean(base, "user_prompt_tokens"), "user_cached": _mean(base, "user_cached_tokens"),
               "user_completion": _mean(base, "user_completion_tokens"),

@@ -17,11 +17,11 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
 
-from analysis import curves, fmt, robustness as robust  # noqa: E402
-from analysis.metrics import CELL, with_assembly  # noqa: E402
+from analysis import curves, fmt, robustness as robust
+from analysis.metrics import CELL, with_assembly
 
 
 def save(fig, out_dir: Path, name: str) -> list[Path]:
@@ -128,7 +128,9 @@ def strategy_bars(summary: pd.DataFrame, out_dir: Path) -> list[Path]:
     width = 0.8 / max(len(strategies), 1)
     fig, ax = plt.subplots(figsize=(max(6.4, 1.6 * len(cells) * max(len(strategies), 1) / 2), 4.2))
     for i, strategy in enumerate(strategies):
-        xs, ys, errs = [], [], [[], []]
+        xs: list[float] = []
+        ys: list[float] = []
+        errs: list[list[float]] = [[], []]
         for j, (_, cell) in enumerate(cells):
             r = cell[cell["strategy"] == strategy]
             if r.empty:

@@ -107,7 +107,8 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
     if "model" in shown:
         shown["model"] = shown["model"].map(fmt.model_label)
     if {"tasks", "trials"} <= set(shown):
-        shown.insert(list(shown).index("tasks"), "tasks×k", [f"{n}×{k}" for n, k in zip(shown["tasks"], shown["trials"])])
+        shown.insert(list(shown).index("tasks"), "tasks×k",
+                     [f"{n}×{k}" for n, k in zip(shown["tasks"], shown["trials"])])
     for col in ("task_var", "agreement", "predicted_power"):
         if col in shown:
             shown[col] = shown[col].map(lambda v: "-" if fmt.missing(v) else f"{v:.3f}")
@@ -170,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         above = [*notes.values(), *(f"Memory: {line}" for line in identity.memory_lines(records))]
         ranges = sizing.range_lines(table, TRIAL_GRID)
         below = [f"WARNING: {line}" for line in infra_lines(records, table)] + (["", (
-            f"Tasks needed for Δ = {args.delta:g} points, with the {sizing.SPAN[0]}th-{sizing.SPAN[1]}th percentile of a "
-            "bootstrap over these tasks (a pilot's figure moves that much):"), *ranges] if ranges else [])
+            f"Tasks needed for Δ = {args.delta:g} points, with the {sizing.SPAN[0]}th-{sizing.SPAN[1]}th percentile "
+            "of a bootstrap over these tasks (a pilot's figure moves that much):"), *ranges] if ranges else [])
     else:
         print("memdeliv power: give pilot run directories (RUNS=) or --profile strong|small (PROFILE=)",
               file=sys.stderr)

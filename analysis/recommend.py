@@ -43,8 +43,8 @@ def recommend(records: pd.DataFrame, k: int = 1, by: str = "tokens", delta_pts: 
         if line := infra.differ_line(cell):
             other = decide(key, cell, k, by, delta_pts, alpha, amortise_over, exclude=(INFRA,))
             rec.sentences.append(line + " " + _conventions(rec, other))
-        if line := harm.recommend_line(cell, rec.choice):  # tasks none solved that the choice harmed (issue 28)
-            rec.sentences.append(line)
+        if harmed := harm.recommend_line(cell, rec.choice):  # tasks none solved that the choice harmed (issue 28)
+            rec.sentences.append(harmed)
         out.append(rec)
     return out
 
@@ -64,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", nargs="+", help="run directories (or results.jsonl files)")
     parser.add_argument("--k", type=int, default=1, help="rank on Pass^k (1 = success rate)")
     parser.add_argument("--by", default="tokens", choices=("tokens", "cost"), help="price per task in")
-    parser.add_argument("--delta", type=float, default=5.0, help="the margin (points): how far below the best a cheaper strategy may be")
+    parser.add_argument("--delta", type=float, default=5.0,
+                        help="the margin (points): how far below the best a cheaper strategy may be")
     parser.add_argument("--model", help="only models whose name contains this (e.g. simulated)")
     parser.add_argument("--amortise-over", type=int, metavar="N",
                         help="deployment tasks sharing the one-off build cost (default: episodes evaluated)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import overload
 
 import numpy as np
 import pandas as pd
@@ -121,8 +122,13 @@ def pair_variance(a: pd.DataFrame, b: pd.DataFrame) -> Variance:
     return variance_of(sizing.parts(a, b))
 
 
+@overload
+def variance_of(p: sizing.Parts, idx: None = None) -> Variance: ...
+@overload
+def variance_of(p: sizing.Parts, idx: np.ndarray) -> list[Variance]: ...
 def variance_of(p: sizing.Parts, idx: np.ndarray | None = None) -> Variance | list[Variance]:
-    """The Variance of a pair's per-task parts; with `idx` (sizing.resample), one per bootstrap draw."""
+    """The Variance of a pair's per-task parts; with `idx` (sizing.resample), one per bootstrap draw (a pair
+    with no tasks: the one empty Variance either way; callers draw only when there are tasks)."""
     if not p.n:
         return Variance(0, 0, float("nan"), float("nan"), float("nan"))
     out = [Variance(p.n, p.m, float(d), max(0.0, float(v) - float(w) / p.m) if p.m >= 2 else float(v),

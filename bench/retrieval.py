@@ -27,14 +27,15 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from strategies import Guideline, render_guidelines  # noqa: E402
-from strategies.core_retrieval import GuidelineIndex, SelectionOptions  # noqa: E402
-from strategies.vector_search import blas_default_threads, blas_limit, blas_threads_for  # noqa: E402
+from strategies import Guideline, render_guidelines
+from strategies.core_retrieval import GuidelineIndex, SelectionOptions
+from strategies.vector_search import blas_default_threads, blas_limit, blas_threads_for
 
 TARGET_P95_MS = {10_000: 2.0, 1_000_000: 5.0}
 TARGET_RECALL = 0.95
@@ -56,15 +57,18 @@ def synthetic(n: int, dim: int, queries: int, seed: int = 0):
     text = np.empty((n, dim), np.float32)
     for s in range(0, n, CHUNK):
         e = min(n, s + CHUNK)
-        src = unit(centers[rng.integers(0, len(centers), e - s)] + spread * rng.standard_normal((e - s, dim), dtype=np.float32))
+        noise = spread * rng.standard_normal((e - s, dim), dtype=np.float32)
+        src = unit(centers[rng.integers(0, len(centers), e - s)] + noise)
         txt = unit(src + jitter * rng.standard_normal((e - s, dim), dtype=np.float32))
         twins = np.flatnonzero(rng.random(e - s) < 0.05)
         twins = twins[twins > 0]
         src[twins] = src[twins - 1]
-        txt[twins] = unit(txt[twins - 1] + np.float32(0.05 / np.sqrt(dim)) * rng.standard_normal((len(twins), dim), dtype=np.float32))
+        twin_noise = rng.standard_normal((len(twins), dim), dtype=np.float32)
+        txt[twins] = unit(txt[twins - 1] + np.float32(0.05 / np.sqrt(dim)) * twin_noise)
         source[s:e], text[s:e] = src, txt
     core = unit(rng.standard_normal((min(100, max(1, n // 100)), dim), dtype=np.float32))
-    q = unit(centers[rng.integers(0, len(centers), queries)] + spread * rng.standard_normal((queries, dim), dtype=np.float32))
+    q_noise = spread * rng.standard_normal((queries, dim), dtype=np.float32)
+    q = unit(centers[rng.integers(0, len(centers), queries)] + q_noise)
     return source, text, core, q
 
 
@@ -95,13 +99,15 @@ def line(label: str, samples: list[float], cpu: list[float] | None = None) -> st
 def timed_settings(index, queries) -> dict[str, tuple[list[float], list, list[float]]]:
     """timed_ms of the index's selection for each SEARCH_THREADS setting, interleaved task by task so that a
     change of load hits both alike."""
-    out = {label: ([], [], []) for label in SEARCH_THREADS}
+    out: dict[str, tuple[list[float], list, list[float]]] = {label: ([], [], []) for label in SEARCH_THREADS}
     run = selected(index.select)
     for query in queries:
         for label, threads in SEARCH_THREADS.items():
             index.ann.search_threads = threads
             times, chosen, cpu = timed_ms(run, [query])
-            out[label][0].extend(times), out[label][1].extend(chosen), out[label][2].extend(cpu)
+            out[label][0].extend(times)
+            out[label][1].extend(chosen)
+            out[label][2].extend(cpu)
     index.ann.search_threads = 1
     return out
 
@@ -128,10 +134,12 @@ def run_size(n: int, args) -> dict:
     start = time.perf_counter()
     index = GuidelineIndex(core, pool, core_text, text, source, opts)
     built = time.perf_counter() - start
+    ann = index.ann
+    assert ann is not None  # ann_threshold is at most n above: the index this bench times was built
     del source, text
     print(f"\n{n:,} guidelines x {args.dim} dims: {len(index.core)} core, {len(index.pool):,} in the pool, "
           f"top_k={opts.top_k}; vectors made in {made:.1f} s; index built in {built:.1f} s "
-          f"(IVF-SQ8 {index.ann.nlist} lists, nprobe {index.ann.nprobe}); {load()}")
+          f"(IVF-SQ8 {ann.nlist} lists, nprobe {ann.nprobe}); {load()}")
 
     blas = blas_threads_for(index.pool_source)  # what the exact path uses (timed once, cached)
     n_exact = args.exact_queries or (len(queries) if n <= 100_000 else 50)
@@ -156,8 +164,8 @@ def run_size(n: int, args) -> dict:
     print(line("  matvec, 1 BLAS thread", single))
     print(f"  BLAS threads chosen by timing at start-up: {'1' if blas == 1 else 'all'}")
     target = TARGET_P95_MS.get(n)
-    result = {"n": n, "exact_p95": percentile(exact_ms, 0.95), "exact_cpu_p95": percentile(exact_cpu, 0.95),
-              "built_s": built, "index": {}}
+    result: dict[str, Any] = {"n": n, "exact_p95": percentile(exact_ms, 0.95),
+                              "exact_cpu_p95": percentile(exact_cpu, 0.95), "built_s": built, "index": {}}
     for label, (ms, sel, cpu) in settings.items():
         p95, recall = percentile(ms, 0.95), recall_of(sel)
         verdict = "" if target is None else f" (target <= {target} ms: {'met' if p95 <= target else 'NOT met'})"
@@ -181,7 +189,8 @@ def main() -> int:
     parser.add_argument("--nprobe", type=int, default=SelectionOptions.ann_nprobe)
     parser.add_argument("--no-minilm", action="store_true", help="skip the MiniLM query-embedding line")
     args = parser.parse_args()
-    print(f"core_retrieval selection, exact vs IVF index (faiss IVF-SQ8, exact re-scoring); {load()} on {os.cpu_count()} CPUs")
+    print(f"core_retrieval selection, exact vs IVF index (faiss IVF-SQ8, exact re-scoring); "
+          f"{load()} on {os.cpu_count()} CPUs")
     results = [run_size(int(n), args) for n in args.sizes.split(",")]
     if not args.no_minilm:
         from strategies.embeddings import make_embedder

@@ -25,11 +25,11 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.runner import executors  # noqa: E402
-from harness.benchmarks.tau2 import fresh_db  # noqa: E402
-from harness.run import compose_job  # noqa: E402  (the config composition the CLI uses)
-from harness.runner import resolve, run_job  # noqa: E402  (the Job the CLI builds, and its loop)
-from harness.serving.models import serve_scripted  # noqa: E402
+from harness.runner import executors
+from harness.benchmarks.tau2 import fresh_db
+from harness.run import compose_job
+from harness.runner import resolve, run_job
+from harness.serving.models import serve_scripted
 
 
 def load() -> str:

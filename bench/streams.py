@@ -25,15 +25,16 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.run import compose_job  # noqa: E402  (the config composition the CLI uses)
-from harness.runner import resolve, run_job  # noqa: E402
-from harness.runner.budget import episode_cost  # noqa: E402
-from harness.runner.reach import Reachability  # noqa: E402
-from harness.serving.model_client import ProviderUnreachable  # noqa: E402
+from harness.run import compose_job
+from harness.runner import resolve, run_job
+from harness.runner.budget import episode_cost
+from harness.runner.reach import Reachability
+from harness.serving.model_client import ProviderUnreachable
 
 TIMING = ("wall_s", "started_at", "model_seconds", "run")
 PRICE = ["model.price_per_mtok_in=2", "model.price_per_mtok_out=8"]
@@ -94,16 +95,22 @@ def streams_figure(args, runs: Path) -> None:
 def budget_figure(args, runs: Path) -> None:
     ray = ["model=oracle", *PRICE, f"benchmark.limit={args.budget_tasks}", "executor=ray", "executor.num_cpus=2"]
     job(runs, "free", *ray)
-    costs = [episode_cost(r) for r in rows(runs / "free").values()]
+    costs = [priced(r) for r in rows(runs / "free").values()]
     cap = args.cap_episodes * sum(costs) / len(costs)
     first, _ = job(runs, "capped", *ray, f"budget_usd={cap}")
-    spent = sum(episode_cost(r) for r in rows(runs / "capped").values())
+    spent = sum(priced(r) for r in rows(runs / "capped").values())
     over = max(0.0, spent - cap) / (sum(costs) / len(costs))
     again, _ = job(runs, "capped", *ray, f"budget_usd={100 * cap}")
     print(f"ray-budget: {args.budget_tasks} retail tasks, mean ${sum(costs) / len(costs):.4f} per episode, cap "
           f"${cap:.4f} ({args.cap_episodes} mean episodes), 2 slots: stopped after {first['ran']} episodes at "
           f"${spent:.4f} ({over:.2f} mean episodes over the cap); rerun with a 100x cap ran {again['ran']}, "
           f"resumed past {again['skipped']}, total {len(rows(runs / 'capped'))} of {args.budget_tasks}")
+
+
+def priced(row) -> float:
+    cost = episode_cost(row)
+    assert cost is not None, "the bench's model is priced from the config"
+    return cost
 
 
 def closed_port() -> int:
@@ -124,12 +131,9 @@ def unreachable_figure(args, runs: Path) -> None:
         stopped = "stopped (exit 2 from the CLI)"
     t_stop = time.perf_counter() - started
     n_stop = len(rows(runs / "stop"))
-    see = Reachability.see
-    Reachability.see = lambda self, outcome: None  # the behaviour before: every episode retried, then infra
-    try:
+    # the behaviour before: every episode retried, then infra
+    with mock.patch.object(Reachability, "see", lambda self, outcome: None):
         summary, t_all = job(runs, "all", *down)
-    finally:
-        Reachability.see = see
     print(f"unreachable: closed port, {args.down_tasks} episodes, concurrency 4, default retries: {stopped} after "
           f"{t_stop:.1f}s with {n_stop} episodes recorded; without the stop {t_all:.1f}s and {summary['ran']} infra "
           f"episodes recorded")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, cast
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
@@ -52,7 +52,7 @@ def open_options() -> DictConfig:
 @dataclass
 class StrategyConfig:
     name: str = MISSING
-    options: Dict[str, Any] = field(default_factory=open_options)
+    options: Dict[str, Any] = field(default_factory=open_options)  # type: ignore[arg-type]  # DictConfig: a dict here
     # a label for this setting of the strategy's options (e.g. "top_k=3", configs/strategy/dose/): part of the job
     # key and the record (`strategy_variant`), so cells of one strategy with different options never collide
     variant: Optional[str] = None
@@ -116,6 +116,11 @@ def job_memory(cfg: Any) -> Optional[str]:
     """The memory artifact of this job: `memory_by_strategy[<strategy>]` when set, else `memory`."""
     own = (cfg.get("memory_by_strategy") or {}).get(cfg.strategy.name)
     return own or cfg.memory
+
+
+def strategy_options(cfg: Any) -> dict[str, Any]:
+    """The job's strategy options as plain values, interpolations resolved."""
+    return cast(dict[str, Any], OmegaConf.to_container(cfg.strategy.options, resolve=True))
 
 
 def register_schemas() -> None:

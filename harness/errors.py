@@ -11,9 +11,12 @@ provider error ends as which label: harness/serving/provider_errors.py.
 from __future__ import annotations
 
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.serving.model_client import ContextOverflow, InfraError, RequestRejected
+
+if TYPE_CHECKING:
+    from harness.row import RowLike
 
 INFRA = "infra"
 CONTEXT_OVERFLOW = "context_overflow"
@@ -85,7 +88,7 @@ class FailureTally:
         self.errors: dict[str, int] = {}
         self.details: dict[str, list[str]] = {}
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: RowLike) -> None:
         label = record.get("error")
         if not label:
             return

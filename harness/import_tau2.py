@@ -18,19 +18,19 @@ import os
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from omegaconf import OmegaConf  # noqa: E402
+from omegaconf import OmegaConf
 
-from harness.benchmarks.tau2.data import TaskSetError  # noqa: E402
-from harness.benchmarks.tau2.results_files import ImportedCell, ResultsFileError, read_results_file  # noqa: E402
-from harness.run import compose_job  # noqa: E402
-from harness.row import SCHEMA_VERSION, Row  # noqa: E402
-from harness.runner.job import identity, job_key, slug  # noqa: E402
-from harness.store import RunStore  # noqa: E402
-from strategies.atomic import write_text_atomic  # noqa: E402
+from harness.benchmarks.tau2.data import TaskSetError
+from harness.benchmarks.tau2.results_files import ImportedCell, ResultsFileError, read_results_file
+from harness.run import compose_job
+from harness.row import SCHEMA_VERSION, Row
+from harness.runner.job import identity, job_key, slug
+from harness.store import RunStore
+from strategies.atomic import write_text_atomic
 
 STRATEGY = "none"  # an imported file's agent ran without our memory
 
@@ -63,7 +63,7 @@ def write_cell(cell: ImportedCell, file: Path, cfg: Any) -> tuple[Path, str, boo
             return store.root, key, False
         raise ImportRefused(f"run {store.root} already holds {key} ({held} records): import into another RUN=")
     source = {"file": str(file), "sha256": digest, "exported_by_memdeliv": cell.exported_by_memdeliv}
-    store.open_job(key, OmegaConf.to_container(cfg, resolve=True),
+    store.open_job(key, cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True)),
                    {**identity(cfg), "imported_from": str(file), "task_set": cell.task_set})
     common = {"schema": SCHEMA_VERSION, "run": cfg.run_name, "job": key, "benchmark": cfg.benchmark.name,
               "split": cell.split, "model": cell.agent_model, "user_model": cell.user_model, "strategy": STRATEGY,
@@ -75,7 +75,8 @@ def write_cell(cell: ImportedCell, file: Path, cfg: Any) -> tuple[Path, str, boo
         (store.root / rel).parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(store.root / rel, episode.trajectory)
         store.append(Row.of((common, "benchmark_extra"), ({"trial": episode.trial}, "benchmark_extra"),
-                            (episode.fields, "benchmark_extra"), ({"trajectory": str(rel), "attempt": 1}, "learner_extra")))
+                            (episode.fields, "benchmark_extra"),
+                            ({"trajectory": str(rel), "attempt": 1}, "learner_extra")))
     store.close_job(key, tasks=len({e.task_id for e in cell.episodes}), trials=cell.trials, ran=len(cell.episodes),
                     skipped=0, imported_from=source, task_set=cell.task_set,
                     task_set_mismatch=cell.mismatch, agent=cell.agent, judge_model=None)

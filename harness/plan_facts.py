@@ -13,11 +13,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from omegaconf import OmegaConf
 
 from harness import benchmarks
+from harness.config import strategy_options
 
 
 def gold_actions(text: str | None) -> int | None:
@@ -49,14 +50,14 @@ def facts(cfg: Any) -> dict[str, Any]:
     else:
         train = len(tasks)
     bench.close()
-    model = OmegaConf.to_container(cfg.model, resolve=True)
+    model = cast(dict[str, Any], OmegaConf.to_container(cfg.model, resolve=True))
     return {"benchmark": cfg.benchmark.name, "split": cfg.benchmark.split, "trials": cfg.benchmark.trials,
             "max_steps": cfg.benchmark.max_steps, "placement": cfg.benchmark.placement,
             "judge_model": cfg.benchmark.get("judge_model"), "needs_judge": bool(bench.needs_judge()),
             "model": {k: model.get(k) for k in ("name", "user_name", "price_per_mtok_in", "price_per_mtok_out",
                                                 "price_per_mtok_cached", "price_per_mtok_cache_write")
                       if k in model},
-            "strategy_options": OmegaConf.to_container(cfg.strategy.options, resolve=True),
+            "strategy_options": strategy_options(cfg),
             "memory": cfg.get("memory"), "tasks": [str(t.id) for t in tasks], "gold_actions": gold,
             "train_tasks": train}
 
@@ -73,8 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         cfg = compose_job(args.overrides)
         found = facts(cfg)
     except Exception as exc:  # a bad choice or value: one line, as `make sweep` says it
-        print(f"memdeliv plan: {describe(exc) if 'hydra' in type(exc).__module__ or 'omegaconf' in type(exc).__module__ else exc}",
-              file=sys.stderr)
+        from_config = "hydra" in type(exc).__module__ or "omegaconf" in type(exc).__module__
+        print(f"memdeliv plan: {describe(exc) if from_config else exc}", file=sys.stderr)
         return 2
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(found, indent=1) + "\n", encoding="utf-8")

@@ -54,8 +54,8 @@ def check_use(meta: dict[str, Any], benchmark: str, task_ids: Iterable[Any], all
     if not allow_in_sample:
         shown = ", ".join(sorted(overlap)[:5]) + (", ..." if len(overlap) > 5 else "")
         raise ProvenanceError(f"{memory} was learned from {len(overlap)} of the {benchmark} tasks this sweep "
-                              f"evaluates ({shown}): scores on them would be in-sample. {_remedy(meta, benchmark, split)}"
-                              " or pass allow_in_sample=true to label them IN-SAMPLE")
+                              f"evaluates ({shown}): scores on them would be in-sample. "
+                              f"{_remedy(meta, benchmark, split)} or pass allow_in_sample=true to label them IN-SAMPLE")
     return IN_SAMPLE
 
 

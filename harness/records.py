@@ -11,10 +11,10 @@ one `Outcome`, whatever ran it (a thread, a Ray worker, the budget gate).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from harness.row import Row
-from strategies.base import Trajectory  # noqa: F401  (re-exported: the type run_episode returns beside the record)
+from strategies.base import Trajectory  # re-exported: the type run_episode returns beside the record
 
 
 @dataclass(frozen=True)
@@ -68,3 +68,8 @@ class Outcome:
     stop: Optional[str] = None
     held: bool = False
     unreachable: Optional[str] = None
+
+
+# How an episode runs: (task, trial[, rerun]) -> its Outcome (harness/runner/episode.py's EpisodeRunner, a Ray
+# worker's RayEpisodes); every executor takes one
+Episodes = Callable[..., Outcome]

@@ -177,7 +177,8 @@ class Row:
                 owner = _OWNER_AFTER[key]
             else:
                 extra[owner][key] = value
-        return cls(**known, **{bucket: cols for bucket, cols in extra.items() if cols})
+        buckets: dict[str, Any] = {bucket: cols for bucket, cols in extra.items() if cols}
+        return cls(**known, **buckets)
 
     @classmethod
     def of(cls, *parts: tuple[Mapping[str, Any], str]) -> "Row":
@@ -191,7 +192,8 @@ class Row:
                     known[key] = value
                 else:
                     extra.setdefault(bucket, {})[key] = value
-        return cls(**known, **{bucket: cols for bucket, cols in extra.items()})
+        buckets: dict[str, Any] = dict(extra)
+        return cls(**known, **buckets)
 
     @classmethod
     def from_json(cls, line: str) -> "Row":
@@ -237,6 +239,8 @@ class Row:
 
 
 EXTRAS = ("benchmark_extra", "strategy_extra", "learner_extra")
+# a stored row as a reader asks it (by name): a Row, or the dict one line of results.jsonl decodes to
+RowLike = Union[Row, Mapping[str, Any]]
 ORDER = tuple(f.name for f in fields(Row))
 FIELD_SET = frozenset(ORDER)
 FIELD_NAMES = tuple(name for name in ORDER if name not in EXTRAS)  # every declared column, in order

@@ -30,7 +30,7 @@ import strategies
 from harness.assembly import options as assembly_options
 from harness import benchmarks, secrets
 from harness.config import (CONFIG_DIR, TOOL_MODES, job_memory, register_plugin_benchmarks,
-                             register_plugin_strategies, register_schemas)
+                             register_plugin_strategies, register_schemas, strategy_options)
 
 _OVERRIDE = re.compile(r"^(\+{0,2})([\w.\-]+)=(.+)$")
 
@@ -68,7 +68,7 @@ def expand_sweeps(overrides: list[str]) -> list[list[str]]:
         if override.is_sweep_override():
             axes.append([f"{key}={v}" for v in override.sweep_string_iterator()])
         else:
-            axes.append([override.input_line])
+            axes.append([str(override.input_line)])
     return [list(combo) for combo in itertools.product(*axes)] or [[]]
 
 
@@ -102,7 +102,7 @@ def check_job(cfg: DictConfig, sweep: list[str] | None = None) -> None:
     if cfg.strategy.name not in strategies.available():
         raise ConfigError(f"unknown strategy {cfg.strategy.name!r}; available: {', '.join(strategies.available())}")
     try:  # a strategy checks its own options (names, types, ranges) through its validate_options hook
-        strategies.validate_options(cfg.strategy.name, OmegaConf.to_container(cfg.strategy.options, resolve=True),
+        strategies.validate_options(cfg.strategy.name, strategy_options(cfg),
                                     sweep or [cfg.strategy.name])
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"strategy.options: {exc}") from None
@@ -174,7 +174,7 @@ def check_prices(cfg: DictConfig, judge_used: bool) -> None:
     models = {cfg.model.name: cfg.model, cfg.model.user_name or cfg.model.name: None}
     if judge_used and cfg.benchmark.get("judge_model"):
         models.setdefault(cfg.benchmark.judge_model, None)
-    for name, own in models.items():
+    for name in models:
         override = cfg.model if name == cfg.model.name else None
         if prices.price_of(name, override) is None:
             raise ConfigError(f"budget_usd is set but {name} has no price in LiteLLM's map, so spending could not "

@@ -1,8 +1,8 @@
 """One compiled redactor for everything the harness writes (records, trajectories, manifest, config, logs).
 
 Secrets are removed by value (every secret the harness knows: variables named by any `*_api_key_env`,
-literal values under a credential key (SECRET_KEYS), env variables whose name says KEY/TOKEN/SECRET/PASSWORD) and by shape
-(`Authorization:` / `Bearer` values, common provider key formats). The known values and the shapes are
+literal values under a credential key (SECRET_KEYS), env variables whose name says KEY/TOKEN/SECRET/PASSWORD) and by
+shape (`Authorization:` / `Bearer` values, common provider key formats). The known values and the shapes are
 one regex, compiled once and rebuilt only when the set of secrets changes: redaction runs on every
 string of every record, so it must not rescan the environment each time.
 """

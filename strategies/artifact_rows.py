@@ -18,7 +18,7 @@ def read_rows(path: Path, fields: set[str],
     shape, known fields and a unique id. Shared by every artifact kind of the family."""
     rows: list[tuple[str, dict[str, Any]]] = []
     meta: dict[str, Any] = {}
-    seen: set[str] = set()
+    seen: set[Any] = set()  # ids as the file has them (checked by the caller)
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue

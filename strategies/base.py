@@ -121,11 +121,18 @@ class Strategy(Protocol):
     a strategy's class before building it (option schema, memory, ground truth) is `StrategyBase`'s classmethods
     and class attributes: `known_options`, `validate_options`, `uses_memory`, `uses_ground_truth`, `create`."""
 
-    name: str
-    learns_online: bool  # True: the runner calls learn() after every finished episode, one at a time per stream
-    # True (with learns_online): every trial is an independent learning stream (`for_trial`), each starting from the
-    # same memory, so the runner runs the streams side by side, each stream's episodes in order
-    trial_streams: bool
+    # read-only to the harness: a plain attribute, a class attribute or a property all satisfy them
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def learns_online(self) -> bool:
+        """True: the runner calls learn() after every finished episode, one at a time per stream."""
+
+    @property
+    def trial_streams(self) -> bool:
+        """True (with learns_online): every trial is an independent learning stream (`for_trial`), each starting
+        from the same memory, so the runner runs the streams side by side, each stream's episodes in order."""
 
     def build(self, trajectories: Sequence[Trajectory]) -> None: ...
 

@@ -8,7 +8,7 @@ is given `StrategyBase`'s defaults for the members it lacks, so the harness call
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence, cast
 
 from strategies.base import Delivery, Gold, Rerun, StepView, Strategy, StrategyBase, TaskView, Trajectory
 
@@ -43,7 +43,7 @@ def fitted(built: Any) -> Strategy:
     """`built` itself when it implements the whole protocol, else wrapped with the defaults it lacks; a clear
     TypeError when it has not even build/deliver/update."""
     if isinstance(built, (StrategyBase, Strategy)):
-        return built
+        return cast(Strategy, built)  # a StrategyBase subclass writes deliver()
     if not all(callable(getattr(built, m, None)) for m in ("build", "deliver", "update")):
         raise TypeError(f"{type(built).__name__} does not implement the Strategy protocol (build/deliver/update); "
                         "inherit strategies.StrategyBase and write deliver()")

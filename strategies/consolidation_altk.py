@@ -127,6 +127,7 @@ def consolidate_altk(guidelines: Sequence[Guideline], embedder: Embedder | None,
     if mode == "none":
         out.guidelines.extend(guidelines)
         return out
+    assert embedder is not None  # only mode none goes without one
     clusters, sims = cluster_by_source_task(guidelines, embedder, threshold)
     for cluster in clusters:
         members = [guidelines[i] for i in cluster]

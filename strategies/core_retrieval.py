@@ -149,6 +149,7 @@ class GuidelineIndex:
         the rest by the exact scan, so the skips can never run short of candidates. Candidates tied with the last
         one found wait for a wider search: the index returns an arbitrary few of a tie it cuts, the ranking the
         lowest ids."""
+        assert self.ann is not None  # _select asks for it only when the index was built
         seen: set[int] = set()
         width = 4 * self.opts.top_k
         while True:
@@ -201,6 +202,7 @@ class CoreRetrieval(StrategyBase):
             cached = self._cache.get(key)
         if cached is not None:
             return cached
+        assert self.embedder is not None and self.count_tokens is not None  # both set in __post_init__
         chosen = self._index.select(self.embedder.embed([query])[0]) if query else list(self._index.core)
         # select() lists core (by support) then retrieved (by similarity): that order is the priority
         delivery = fit_budget(chosen, [-i for i in range(len(chosen))],

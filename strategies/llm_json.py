@@ -11,7 +11,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -43,8 +43,8 @@ def litellm_llm(model: str, role: str = "text_llm", **kwargs: Any) -> TextLLM:
 
 
 @dataclass(frozen=True)
-class JsonAnswer:
-    value: BaseModel | None  # None: no valid answer after the retry
+class JsonAnswer(Generic[T]):
+    value: T | None  # None: no valid answer after the retry
     raw: str
     error: str | None = None
 
@@ -65,7 +65,7 @@ def extract_json(text: str) -> Any:
 
 
 def ask_json(llm: TextLLM, messages: list[dict[str, str]], schema: type[T],
-             check: Callable[[T], str | None] = lambda _: None, what: str = "answer") -> JsonAnswer:
+             check: Callable[[T], str | None] = lambda _: None, what: str = "answer") -> JsonAnswer[T]:
     """Call the LLM; on unparseable or invalid output tell it why and retry once; then give up and log."""
     raw = ""
     error: str | None = None
@@ -86,7 +86,8 @@ def ask_json(llm: TextLLM, messages: list[dict[str, str]], schema: type[T],
         if attempt == 0:
             messages = messages + [
                 {"role": "assistant", "content": raw},
-                {"role": "user", "content": f"That answer was invalid: {error}\nReply again with the JSON object only."},
+                {"role": "user",
+                 "content": f"That answer was invalid: {error}\nReply again with the JSON object only."},
             ]
     log.warning("%s: invalid JSON after one retry, skipped: %s", what, error)
     return JsonAnswer(None, raw, error)

@@ -33,8 +33,8 @@ def check_types(strategy: str, cls: type, options: dict[str, Any]) -> None:
               isinstance(value, kind))
         if not ok:
             null = " or null" if nullable else ""
-            raise ValueError(f"strategy {strategy!r}: option {f.name}={value!r} must be {_NAMES.get(kind, kind.__name__)}"
-                             f"{null}")
+            raise ValueError(f"strategy {strategy!r}: option {f.name}={value!r} "
+                             f"must be {_NAMES.get(kind, kind.__name__)}{null}")
 
 
 def _annotated_kind(annotation: str) -> type | None:

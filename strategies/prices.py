@@ -33,7 +33,8 @@ class Price:
              cache_write: float | None = 0) -> float:
         cached, cache_write = float(cached or 0), float(cache_write or 0)
         plain = max(0.0, float(prompt) - cached - cache_write)
-        return plain * self.input + cached * self.cached + cache_write * self.cache_write + float(completion) * self.output
+        return (plain * self.input + cached * self.cached + cache_write * self.cache_write
+                + float(completion) * self.output)
 
     def per_mtok(self) -> str:
         """'$2.00 in / $8.00 out / $0.50 cached per 1M tokens'."""
@@ -48,7 +49,7 @@ class Price:
 def check_override(values: Mapping[str, Any]) -> Optional[dict[str, float]]:
     """The `model.price_per_mtok_*` keys that are set, checked: none, or at least `in` and `out`, all >= 0.
     Raises ValueError naming the key."""
-    given = {k: values.get(k) for k in OVERRIDE_KEYS if values.get(k) is not None}
+    given: dict[str, Any] = {k: values.get(k) for k in OVERRIDE_KEYS if values.get(k) is not None}
     if not given:
         return None
     for key in ("price_per_mtok_in", "price_per_mtok_out"):

@@ -1,10 +1,10 @@
 """Nearest-neighbour helpers for core_retrieval: an IVF index (faiss) for large pools, and the BLAS thread count
 for the exact scan, chosen by timing both options on this machine instead of assuming one.
 
-Why IVF (faiss `IndexIVFScalarQuantizer`, exact re-scoring) and not a graph index: on the 2-core development machine an IVF index over
-1,000,000 vectors of 384 dims builds in about 2-3 minutes, while HNSW (faiss or usearch) took 55-180 s for
-100,000 already (faiss HNSW M 16: ~10 min estimated at 1M) and, on the benchmark's clustered vectors with
-near-duplicates, found fewer of the exact top 10 (docs/retrieval.md). hnswlib has no wheels.
+Why IVF (faiss `IndexIVFScalarQuantizer`, exact re-scoring) and not a graph index: on the 2-core development
+machine an IVF index over 1,000,000 vectors of 384 dims builds in about 2-3 minutes, while HNSW (faiss or usearch)
+took 55-180 s for 100,000 already (faiss HNSW M 16: ~10 min estimated at 1M) and, on the benchmark's clustered
+vectors with near-duplicates, found fewer of the exact top 10 (docs/retrieval.md). hnswlib has no wheels.
 """
 
 from __future__ import annotations

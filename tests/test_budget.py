@@ -73,3 +73,29 @@ def test_an_unpriced_model_with_a_budget_exits_2_before_anything_runs(tmp_path):
     assert not (tmp_path / "b").exists()
     half = _sweep(tmp_path, "model.name=openai/fault-agent", "model.price_per_mtok_in=1")
     assert half.returncode == 2 and "price_per_mtok_out must be set" in half.stderr
+
+
+def test_a_strategys_own_calls_count_and_an_unpriced_one_stops_the_budget():
+    from harness.row import Row
+
+    agent = {"task_id": "t", "trial": 0, "success": True, "steps": 2, "cost_usd": 0.5, "user_prompt_tokens": 0}
+    assert episode_cost(Row.from_dict(agent)) == 0.5  # no strategy call: nothing more to price
+    ranked = {**agent, "strategy_calls": 3, "strategy_cost_usd": 0.25}
+    assert episode_cost(Row.from_dict(ranked)) == 0.75
+    assert episode_cost(Row.from_dict({**ranked, "strategy_cost_usd": None})) is None  # calls made, price unknown
+
+
+def test_re_runs_and_updates_are_charged_and_the_next_episode_sees_them():
+    from harness.row import Row
+    from harness.runner.budget import Budget
+
+    before = [Row.from_dict({"task_id": "t", "trial": 0, "success": True, "steps": 1, "cost_usd": 1.0})]
+    rerun = [Row.from_dict({"task_id": "t", "trial": 0, "success": True, "steps": 1, "cost_usd": 1.0, "reflection_rerun": 1})]
+    budget = Budget(3.5, before + rerun)  # what the run directory spent: its episode and its re-run
+    assert budget.spent == 2.0 and budget.admit()  # 2 + 1 (mean of a priced episode) <= 3.5
+    budget.finish(before[0])
+    budget.charge(0.75)  # an online update's Reflector and Curator
+    assert budget.spent == 3.75 and not budget.admit()
+    unknown = Budget(100, before)
+    unknown.charge(None)  # a re-run whose price is unknown: the cap cannot be kept, nothing more starts
+    assert not unknown.admit()

@@ -39,7 +39,7 @@ def test_a_closed_port_stops_the_job_and_a_rerun_resumes_when_it_answers(runs_di
     proc = run_cli(*overrides(port, "down"), runs_dir=runs_dir, env={"UNREACH_KEY": KEY})
     assert proc.returncode == 2, proc.stderr[-3000:]
     endpoint = f"http://127.0.0.1:{port}/v1/chat/completions"
-    assert f"cannot reach {endpoint}" in proc.stderr and f"first {FIRST} episode(s)" in proc.stderr
+    assert f"cannot reach {endpoint}" in proc.stderr and f"each of the first {FIRST} episodes ended in connection errors" in proc.stderr
     assert "run_name=down to resume" in proc.stderr and "Traceback" not in proc.stderr
     assert KEY not in proc.stderr + proc.stdout
     records = read_records(runs_dir / "down")  # recorded before the stop, as infra: nothing lost

@@ -75,7 +75,7 @@ def readable_memory(name: str | None, roots: tuple[Path, ...]) -> Path | None:
 @lru_cache(maxsize=32)
 def guidelines(path: Path) -> dict[str, dict]:
     """{id: guideline} of a memory file (its `_meta` line and malformed lines skipped)."""
-    out = {}
+    out: dict[str, dict] = {}
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):

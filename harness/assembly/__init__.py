@@ -21,8 +21,8 @@ import importlib
 from typing import Any
 
 _HOME = {
-    "options": ("PLACEMENTS", "DEFAULT_PLACEMENT", "CONTEXT_POLICIES", "ANSWER_MODES", "DEFAULTS", "MAX_OBSERVATION_CHARS",
-                "AssemblyOptions", "check"),
+    "options": ("PLACEMENTS", "DEFAULT_PLACEMENT", "CONTEXT_POLICIES", "ANSWER_MODES", "DEFAULTS",
+                "MAX_OBSERVATION_CHARS", "AssemblyOptions", "check"),
     "job_config": ("options_for", "variant_suffix"),
     "providers": ("SAFETY", "CACHE_MARK", "provider_of", "is_anthropic", "trailing_role", "cache_marks",
                   "request_tokens", "context_limit"),

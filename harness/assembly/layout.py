@@ -48,7 +48,7 @@ def split_units(history: Messages) -> tuple[Messages, list[Messages], int]:
     that an assistant message keeps its tool results, and units[latest] starts the latest user message
     (-1 when the first user message is the latest: every unit then belongs to the current turn)."""
     first = next((i for i, m in enumerate(history) if m.get("role") == "user"), len(history) - 1)
-    head, units = history[: first + 1], []
+    head, units = history[: first + 1], list[Messages]()
     for m in history[first + 1:]:
         if m.get("role") == "tool" and units:
             units[-1].append(m)

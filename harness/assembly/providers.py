@@ -49,7 +49,9 @@ def cache_marks(messages: Messages, placement: str, model: str, enabled: bool = 
 def request_tokens(model: str, messages: Messages, tools: Optional[list[dict[str, Any]]] = None) -> int:
     import litellm
 
-    return int(litellm.token_counter(model=model, messages=messages, tools=tools or None))
+    counted = litellm.token_counter(model=model, messages=messages,
+                                    tools=tools or None)  # type: ignore[arg-type]  # OpenAI-format tool dicts
+    return int(counted)
 
 
 def context_limit(model: str, *, context_window: Optional[int] = None, n_ctx: Optional[int] = None,

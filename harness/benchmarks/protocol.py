@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Optional, Protocol, Sequence
 
 from harness.assembly.options import DEFAULT_PLACEMENT, PLACEMENTS  # where a memory block may go in the request
 from harness.records import EpisodeRecord
+from harness.row import RowLike
 from strategies import Strategy, Trajectory
 
 
@@ -71,7 +72,7 @@ class Benchmark(Protocol):
     def gold_solution(self, task: Any) -> Optional[str]:
         """The task's gold solution for a learner allowed ground truth on train; None when there is none."""
 
-    def load_trajectory(self, path: Path, record: dict[str, Any]) -> Optional[Trajectory]:
+    def load_trajectory(self, path: Path, record: RowLike) -> Optional[Trajectory]:
         """A stored episode back as a Trajectory; None when this benchmark cannot (no replay, no memory)."""
 
     def close(self) -> None:
@@ -88,7 +89,10 @@ class BenchmarkBase:
 
     placements: ClassVar[tuple[str, ...]] = PLACEMENTS
     default_placement: ClassVar[str] = DEFAULT_PLACEMENT
-    task_set: Optional[dict[str, Any]] = None
+
+    @property
+    def task_set(self) -> Optional[dict[str, Any]]:
+        return None
 
     def __init__(self, cfg: Any):
         self.cfg = cfg
@@ -109,7 +113,7 @@ class BenchmarkBase:
     def gold_solution(self, task: Any) -> Optional[str]:
         return None
 
-    def load_trajectory(self, path: Path, record: dict[str, Any]) -> Optional[Trajectory]:
+    def load_trajectory(self, path: Path, record: RowLike) -> Optional[Trajectory]:
         return None
 
     def close(self) -> None:

@@ -63,7 +63,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="LiteLLM model for the Reflector (default: the run's model); SCRIPTED: a keyless template "
                         "stand-in for trying the machinery, not a learner")
     p.add_argument("--curator-model", default=None,
-                   help="LiteLLM model for the Curator (default: the run's model, or SCRIPTED with a SCRIPTED Reflector)")
+                   help="LiteLLM model for the Curator "
+                        "(default: the run's model, or SCRIPTED with a SCRIPTED Reflector)")
     p.add_argument("--playbook-token-budget", type=int, default=None,
                    help="the playbook's size cap in tokens, stated to the Curator (default 80,000, as the reference)")
     p.add_argument("--token-budget", type=int, default=None, help=argparse.SUPPRESS)  # the old name: refused
@@ -190,7 +191,8 @@ def refuse_scripted_roles(base: list[str], args: argparse.Namespace) -> None:
         model = run_model if chosen is None else chosen
         if model.startswith(scripted):
             raise ConfigError(f"{model} cannot play ACE's {role} (a scripted agent replays gold actions and writes no "
-                              f"lessons): REFLECTOR=SCRIPTED for keyless template roles, or REFLECTOR=<a LiteLLM model>")
+                              f"lessons): REFLECTOR=SCRIPTED for keyless template roles, "
+                              f"or REFLECTOR=<a LiteLLM model>")
 
 
 def adapt(args: argparse.Namespace) -> dict[str, Any]:
@@ -270,7 +272,8 @@ def with_selection(source: dict[str, Any] | None, val_ids: list[str]) -> dict[st
     if not source:
         return source
     keys = ("benchmark", "split", "model", "ground_truth", "task_set")
-    return {**source, **learned_from(**{k: source.get(k) for k in keys},
+    kept: dict[str, Any] = {k: source.get(k) for k in keys}
+    return {**source, **learned_from(**kept,
                                      task_ids=[*source.get("task_ids", ()), *val_ids]), "selected_on": val_ids}
 
 

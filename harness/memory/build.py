@@ -149,7 +149,8 @@ def extractor_llm(model_cfg: dict[str, Any], override: str | None) -> Iterator[t
             except ModelConfigError as exc:
                 raise BuildError(str(exc)) from None
             client = ModelClient(name, agent.kwargs, max_retries=cfg.max_retries, retry_backoff_s=cfg.retry_backoff_s)
-        yield name, _usage_counting(client, usage := Counter()), usage
+        usage: Counter[str] = Counter()
+        yield name, _usage_counting(client, usage), usage
 
 
 def _usage_counting(client: ModelClient, usage: Counter) -> Any:
@@ -159,7 +160,7 @@ def _usage_counting(client: ModelClient, usage: Counter) -> Any:
         usage["prompt_tokens"] += completion.usage.prompt_tokens
         usage["completion_tokens"] += completion.usage.completion_tokens
         if completion.usage.cost_usd is not None:
-            usage["cost_usd"] += completion.usage.cost_usd
+            usage["cost_usd"] += completion.usage.cost_usd  # type: ignore[assignment]  # USD beside the int counts
         return completion.content or ""
 
     return llm
@@ -201,7 +202,8 @@ def build(run_dir: Path, out: Path, extractor: str | None = None, embedder: str 
     meta = {
         "kind": "scripted-demo" if scripted else "learned",
         "note": ("guidelines written by the SCRIPTED reflector from templates: a pipeline demo, NOT learned"
-                 if scripted else "extracted from train-split trajectories and consolidated (support = distinct tasks)"),
+                 if scripted else
+                 "extracted from train-split trajectories and consolidated (support = distinct tasks)"),
         "benchmark": config["benchmark"]["name"], "split": TRAIN, "agent_model": config["model"]["name"],
         "extractor": name, "ground_truth": ground_truth, "embedder": embedder, "consolidation": consolidation,
         **({"lossy_target": target} if consolidation == "lossy" else {}),
@@ -222,7 +224,8 @@ def build(run_dir: Path, out: Path, extractor: str | None = None, embedder: str 
         "consolidation_usage": consolidation_usage, "consolidation_llm_calls": result.llm_calls, "notes": notes,
         # ALTK-Evolve's support (inputs behind each guideline) summed: equal to the inputs when nothing was lost
         "support_conserved": {"extracted": len(extracted), "attributed": sum(result.member_counts().values())},
-        **({"lossy_target_met": len(result.guidelines) <= target} if consolidation == "lossy" else {}),
+        **({"lossy_target_met": len(result.guidelines) <= (target or DEFAULT_TARGET)} if consolidation == "lossy"
+           else {}),
     }
     (out.parent / "build.json").write_text(json.dumps({**meta, **summary}, indent=2), encoding="utf-8")
     return summary

@@ -169,7 +169,8 @@ def corrupt(path: str | Path, out: str | Path, spec: Spec, source: str | Path | 
     """Write the corrupted copy of `path` to `out`; returns its `_meta.corrupted`."""
     if Path(out).resolve() == Path(path).resolve():
         raise CorruptionError(f"--out {out} is the input artifact: write the corrupted copy elsewhere")
-    stale, stale_meta = [], {}
+    stale: list[Guideline] = []
+    stale_meta: dict[str, Any] = {}
     if spec.kind == "stale":
         if not source:
             raise CorruptionError("kind stale needs --source: an artifact from another domain or task-set version")
@@ -213,7 +214,8 @@ def parse_rates(raw: str) -> list[float]:
         try:
             value = float(item[:-1]) / 100 if item.endswith("%") else float(item)
         except ValueError:
-            raise CorruptionError(f"rate {item!r} is not a number (a share like 0.2 or a percentage like 20%)") from None
+            raise CorruptionError(f"rate {item!r} is not a number "
+                                  "(a share like 0.2 or a percentage like 20%)") from None
         if not 0.0 <= value <= 1.0:
             raise CorruptionError(f"rate {item!r} is not a share between 0 and 1 (or a percentage like 20%)")
         rates.append(value)

@@ -116,7 +116,8 @@ class LLMRewriter:
             response = complete(model=self.model, messages=[{"role": "system", "content": SYSTEM},
                                                             {"role": "user", "content": text}], **self.kwargs)
         except Exception as exc:  # a provider's error, whatever its class: one line, the build stops
-            raise RewriteError(f"rewriter {self.model}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
+            said = " ".join(str(exc).split())[:300]
+            raise RewriteError(f"rewriter {self.model}: {type(exc).__name__}: {said}") from exc
         self.calls += 1
         usage = getattr(response, "usage", None)
         self.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)

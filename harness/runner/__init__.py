@@ -1,6 +1,7 @@
 """The batch layer: one resolved job (job.py: `Job`, `resolve`) = a benchmark's tasks x trials (loop.py), one
-(task, trial) at a time (episode.py), run by an executor (threads, Ray, or in order for online learners), with
-progress, online learning's re-runs and replay, and the infra-balance line.
+(task, trial) at a time (episode.py), run by an executor (threads, Ray, or an online learner's streams), with
+progress, a budget, online learning's re-runs and replay, the stop for an unreachable provider, and the
+infra-balance line.
 
 `run_job`, `resolve` and `job_key` are the runner's API for the CLIs: `from harness.runner import run_job`."""
 

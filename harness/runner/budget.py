@@ -1,7 +1,9 @@
 """`budget_usd`: a hard cap on what a run directory spends, from recorded costs (docs/cost.md).
 
-Spent = every record already in the run's results.jsonl (all jobs, all attempts: superseded ones were paid
-for too; agent + user simulator + judge) plus the episodes this job finishes. An episode starts only when
+Spent = every record already in the run's results.jsonl and retries.jsonl (all jobs, all attempts: superseded
+ones and an online learner's re-runs were paid for too; agent + user simulator + judge + the strategy's own
+calls, an online learner's updates among them) plus what this job spends: its episodes, their re-runs and
+updates (`charge`). An episode starts only when
 spent + (episodes in flight + 1) x the mean cost of an episode so far stays within the budget; so the total
 can pass the budget by at most the episodes already in flight when the estimate was low. Episodes in flight
 always finish and are recorded. An episode not started comes back as a held `Outcome`: nothing ran, nothing is
@@ -16,7 +18,7 @@ from typing import Any, Callable, Iterable, Optional
 from harness.records import Outcome
 from harness.row import Row
 
-ROLES = ("cost_usd", "user_cost_usd", "judge_cost_usd")
+ROLES = ("cost_usd", "user_cost_usd", "judge_cost_usd", "strategy_cost_usd")
 
 
 def episode_cost(record: Row) -> Optional[float]:
@@ -30,6 +32,8 @@ def episode_cost(record: Row) -> Optional[float]:
             if role == "cost_usd" and not record.get("steps"):  # no agent call (e.g. a harness failure)
                 continue
             if role == "user_cost_usd" and not record.get("user_prompt_tokens"):
+                continue
+            if role == "strategy_cost_usd" and not record.get("strategy_calls"):  # a strategy that called no model
                 continue
             return None
         total += float(value)
@@ -70,6 +74,15 @@ class Budget:
                 return False
             self.in_flight += 1
             return True
+
+    def charge(self, cost: Optional[float]) -> None:
+        """What this job spends besides its gated episodes (a re-run, an online update's own calls); None: a
+        spend whose price is unknown, so no further episode starts."""
+        with self._lock:
+            if cost is None:
+                self.unpriced += 1
+            else:
+                self.spent += cost
 
     def finish(self, record: Optional[Row]) -> None:
         with self._lock:

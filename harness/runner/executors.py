@@ -16,9 +16,9 @@ import pickle
 import re
 import sys
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import Any, Callable, Iterator, Optional, Union
+from typing import Any, Callable, Generator, Optional, Union
 
-from harness.records import Outcome
+from harness.records import Episodes, Outcome
 from harness.runner.budget import Budget
 from harness.runner.job import Job
 from harness.runner.ray_executor import RayExecutor, WorkerSetupError, ray_down, ray_up  # noqa: F401  (re-exported)
@@ -26,7 +26,6 @@ from harness.runner.streams import StreamsExecutor
 
 EXECUTORS = ("threads", "ray")
 _HOST_PORT = re.compile(r"^[\w.\-]+:\d{1,5}$")
-Episodes = Callable[[Any, int], Outcome]
 After = Callable[[Outcome], Outcome]
 
 
@@ -98,7 +97,7 @@ class ThreadsExecutor:
         self.concurrency = max(1, int(concurrency))
 
     def run(self, todo: list[tuple[Any, int]], episodes: Episodes, budget: Optional[Budget] = None,
-            after: After = _same) -> Iterator[Outcome]:
+            after: After = _same) -> Generator[Outcome, None, None]:
         start = budget.gate(episodes) if budget is not None else episodes
 
         def one(task: Any, trial: int) -> Outcome:
@@ -128,7 +127,7 @@ class InOrderExecutor:
         return episodes
 
     def run(self, todo: list[tuple[Any, int]], episodes: Episodes, budget: Optional[Budget] = None,
-            after: After = _same) -> Iterator[Outcome]:
+            after: After = _same) -> Generator[Outcome, None, None]:
         start = budget.gate(episodes) if budget is not None else episodes
         for task, trial in todo:
             outcome = start(task, trial)

@@ -25,7 +25,7 @@ import strategies
 from harness import benchmarks
 from harness.assembly.job_config import options_for, variant_suffix
 from harness.assembly.options import DEFAULTS as ASSEMBLY_DEFAULTS, AssemblyOptions
-from harness.config import job_memory
+from harness.config import job_memory, strategy_options
 from harness.provenance import job_provenance
 from harness.row import SCHEMA_VERSION
 
@@ -81,7 +81,7 @@ class Job:
 
     @cached_property
     def strategy_options(self) -> dict[str, Any]:
-        return dict(OmegaConf.to_container(self.cfg.strategy.options, resolve=True))
+        return strategy_options(self.cfg)
 
     @property
     def trajectories(self) -> Path:
@@ -140,7 +140,7 @@ def identity(cfg: Any, memory: Optional[str] = None, digest: Optional[str] = Non
         "model": {"name": m.name, "user_name": m.user_name, "kwargs": OmegaConf.to_container(m.kwargs),
                   "tool_mode": m.tool_mode, "gguf": m.gguf,
                   **({"context_window": m.context_window} if m.context_window else {})},
-        "strategy": {"name": s.name, "options": OmegaConf.to_container(s.options, resolve=True)},
+        "strategy": {"name": s.name, "options": strategy_options(cfg)},
         "memory": {"path": memory, "sha256_16": digest if digest is not None else file_digest(memory)},
         "benchmark": {"name": b.name, "split": b.split, "seed": b.seed, "max_steps": b.max_steps,
                       "max_errors": b.max_errors, "placement": b.placement,
@@ -172,7 +172,7 @@ def resolve(cfg: Any, *, park: bool = False) -> Job:
     bench = benchmarks.create(cfg.benchmark)
     bench.validate()
     memory = job_memory(cfg)
-    options = dict(OmegaConf.to_container(cfg.strategy.options, resolve=True))
+    options = strategy_options(cfg)
     key = job_key(cfg)
     job = Job(cfg=cfg, key=key, slug=slug(key.replace("/", "__")), run_dir=Path(cfg.runs_dir) / str(cfg.run_name),
               memory=memory, provenance=job_provenance(cfg, bench, memory),

@@ -31,7 +31,7 @@ from harness.runner.job_rows import JobRows
 from harness.runner.online_replay import episode_key, reapply_online_updates
 from harness.runner.progress import Progress
 from harness.runner.reach import Reachability
-from harness.runner.reflect_and_retry import learner
+from harness.runner.reflect_and_retry import learner, read_retries
 from harness.serving.model_client import ProviderUnreachable, ProviderUnusable
 from harness.serving.models import ModelSpec, open_model
 from harness.store import RunStore
@@ -79,9 +79,14 @@ def _run_job(job: Job, config: Any, model: ModelSpec, store: RunStore) -> dict[s
         one = EpisodeRunner(job, bench, model, strategy, store.root, on_step=bar.step)
         # threads, Ray tasks, or an online learner's streams (side by side when independent, else in order)
         pool = executors.create(job, strategy, served=model.served_kwargs())
-        learn = learner(strategy, bench, pool.runner(one), store, samples=len(tasks), ground_truth=labels) \
-            if online else None
-        budget = Budget(job.cfg.budget_usd, rows.all) if job.cfg.get("budget_usd") is not None else None
+        # what the run directory spent so far: its episodes and an online learner's re-runs (retries.jsonl)
+        budget = Budget(job.cfg.budget_usd, [*rows.all, *read_retries(store.root)]) \
+            if job.cfg.get("budget_usd") is not None else None
+        learn = None
+        if online:  # create() gives an online learner its streams, or one stream in order
+            assert isinstance(pool, (executors.InOrderExecutor, executors.StreamsExecutor))
+            learn = learner(strategy, bench, pool.runner(one), store, samples=len(tasks), ground_truth=labels,
+                            charge=budget.charge if budget is not None else None)
         reach = Reachability(len(todo), model.name, int(job.cfg.model.max_retries))
 
         def after(outcome: Outcome) -> Outcome:  # before the next episode of its stream starts
@@ -129,8 +134,8 @@ def with_loop_facts(job: Job, outcome: Outcome, attempt: int, learn: Optional[Le
                     store: RunStore) -> Row:
     """The episode's row with its attempt, the local server's mark, and an online learner's update applied."""
     assert outcome.row is not None
-    row = replace(outcome.row, attempt=attempt,
-                  **({"model_server": LOCAL_SERVER} if job.cfg.model.get("gguf") else {}))  # `openai/<alias>`
+    served: dict[str, Any] = {"model_server": LOCAL_SERVER} if job.cfg.model.get("gguf") else {}  # `openai/<alias>`
+    row = replace(outcome.row, attempt=attempt, **served)
     if learn is None or outcome.trajectory is None or row.get("error") in (INFRA, STRATEGY):
         return row
     # e.g. ACE online: the playbook evolves during the run; a crash there is the treatment's. The update comes

@@ -34,7 +34,8 @@ class Progress:
                  every: float = 30.0, tick: float = 1.0, recorded: Iterable[Row] = ()):
         self.key, self.total, self.done = key, total, done
         # `recorded`: the job's records from before (a resume), so rates and spend cover the whole job
-        self.successes, self.seen, self.errors = 0, 0, Counter()
+        self.successes, self.seen = 0, 0
+        self.errors: Counter[str] = Counter()
         self.spent, self.priced, self.unpriced = 0.0, 0, 0  # priced: episodes with a priced call
         self._lock = threading.Lock()
         for record in recorded:

@@ -24,7 +24,7 @@ import threading
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Generator, Optional
 
 from harness.errors import HARNESS, INFRA
 from harness.records import Outcome
@@ -153,7 +153,7 @@ class RayExecutor:
         self.job, self.served = job, served
 
     def run(self, todo: list[tuple[Any, int]], episodes: Any, budget: Optional[Budget] = None,
-            after: Callable[[Outcome], Outcome] = lambda outcome: outcome) -> Iterator[Outcome]:
+            after: Callable[[Outcome], Outcome] = lambda outcome: outcome) -> Generator[Outcome, None, None]:
         remote = _Remote(self.job, self.served)
         window = ray_slots(self.job.cfg.executor) if budget is not None else max(1, len(todo))
         waiting = iter(todo)

@@ -35,6 +35,7 @@ class Reachability:
             return None
         self.decided = True
         where = ", ".join(dict.fromkeys(self.endpoints))
-        return (f"{self.model}: cannot reach {where}: the first {self.needed} episode(s) all ended in connection "
-                f"errors (connection refused, DNS failure or a connect timeout; each call tried "
-                f"{self.retries + 1} times); check model.kwargs.api_base, the network and any proxy")
+        which = "the first episode" if self.needed == 1 else f"each of the first {self.needed} episodes"
+        return (f"{self.model}: cannot reach {where}: {which} ended in connection errors (connection refused, DNS "
+                f"failure or a connect timeout; each call tried {self.retries + 1} times); check "
+                "model.kwargs.api_base, the network and any proxy")

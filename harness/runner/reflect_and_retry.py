@@ -24,6 +24,7 @@ from harness import ledger
 from harness.errors import INFRA, call_strategy
 from harness.records import Outcome
 from harness.row import Row, read_rows
+from harness.runner.budget import episode_cost
 from harness.serving.model_client import ProviderUnusable
 from harness.store import RunStore, redact
 
@@ -36,10 +37,12 @@ def shown(trajectory: Any, ground_truth: bool) -> Any:
 
 
 def learner(strategy: Any, bench: Any, run_attempt: Callable[[Any, int, int], Outcome], store: RunStore,
-            samples: int | None = None, ground_truth: bool = False) -> Callable[[Any, Any, int], Mapping[str, Any]]:
+            samples: int | None = None, ground_truth: bool = False,
+            charge: Callable[[float | None], None] | None = None) -> Callable[[Any, Any, int], Mapping[str, Any]]:
     """-> learn(trajectory, task, trial) -> row facts: `strategy.learn` with rerun and gold; an exception raised
     by the strategy comes out as a StrategyError. Labels and the gold solution reach the strategy only with
-    `ground_truth` (the config check allows that on train only)."""
+    `ground_truth` (the config check allows that on train only). `charge` (budget_usd) is told what each re-run
+    and each update's own model calls cost, as they are spent."""
     gold_allowed = ground_truth and str(bench.cfg.split) == "train"
 
     def run(trajectory: Any, task: Any, trial: int) -> Mapping[str, Any]:
@@ -51,13 +54,19 @@ def learner(strategy: Any, bench: Any, run_attempt: Callable[[Any, int, int], Ou
                 raise ProviderUnusable(outcome.stop)
             assert outcome.row is not None
             append_retry(store, outcome.row)
+            if charge is not None:
+                charge(episode_cost(outcome.row))
             if outcome.trajectory is None or outcome.row.get("error") == INFRA:
                 return None
             return shown(outcome.trajectory, ground_truth)
 
         gold = (lambda: bench.gold_solution(task)) if gold_allowed else None
         with ledger.learning() as spent:  # the update's own model calls (ACE's Reflector, Curator) join the row
-            facts = call_strategy(strategy, "learn", shown(trajectory, ground_truth), rerun, gold, samples)
+            try:
+                facts = call_strategy(strategy, "learn", shown(trajectory, ground_truth), rerun, gold, samples)
+            finally:
+                if charge is not None and spent.strategy_calls:  # spent even when the update then failed
+                    charge(spent.strategy_fields()["strategy_cost_usd"])
         return {**(facts if isinstance(facts, Mapping) else {}), **spent.strategy_fields()}
 
     return run

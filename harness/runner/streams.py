@@ -16,14 +16,13 @@ from __future__ import annotations
 import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Generator, Optional
 
-from harness.records import Outcome
+from harness.records import Episodes, Outcome
 from harness.runner.budget import Budget
 from harness.runner.job import Job
 from harness.runner.ray_executor import RayEpisodes, ray_slots
 
-Episodes = Callable[..., Outcome]
 _END = object()  # a stream's thread is done
 
 
@@ -46,7 +45,7 @@ class StreamsExecutor:
         return ray_slots(self.job.cfg.executor) if self.ray else max(1, int(self.job.cfg.concurrency))
 
     def run(self, todo: list[tuple[Any, int]], episodes: Episodes, budget: Optional[Budget] = None,
-            after: Callable[[Outcome], Outcome] = lambda outcome: outcome) -> Iterator[Outcome]:
+            after: Callable[[Outcome], Outcome] = lambda outcome: outcome) -> Generator[Outcome, None, None]:
         streams: dict[int, list[Any]] = {}
         for task, trial in todo:  # trial-major, tasks in the job's order: each stream keeps that order
             streams.setdefault(trial, []).append(task)

@@ -23,7 +23,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from harness import secrets
 
@@ -102,7 +102,7 @@ class LocalServer:
         self.extra_args = dict(extra_args or {})
         self.port: int | None = None
         self.process: subprocess.Popen | None = None
-        self._log = None
+        self._log: IO[bytes] | None = None
         self._prev_sigterm: Any = None
 
     @property
@@ -140,7 +140,7 @@ class LocalServer:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log = open(self.log_path, "ab")
         in_main = threading.current_thread() is threading.main_thread()
-        self.process = subprocess.Popen(
+        self.process = process = subprocess.Popen(
             self.command(), stdin=subprocess.DEVNULL, stdout=self._log or subprocess.DEVNULL,
             stderr=subprocess.STDOUT if self._log else subprocess.DEVNULL, env=_child_env(),
             start_new_session=True,  # own process group: stop() takes down anything it spawned
@@ -149,19 +149,19 @@ class LocalServer:
         if in_main:  # SIGTERM would otherwise skip every finally/atexit and orphan the server
             self._prev_sigterm = signal.signal(signal.SIGTERM, _raise_exit)
         try:
-            self._wait_healthy()
+            self._wait_healthy(process)
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _wait_healthy(self) -> None:
+    def _wait_healthy(self, process: subprocess.Popen) -> None:
         deadline = time.monotonic() + self.startup_timeout_s
         url = f"{self.api_base}/models"
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via a proxy
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise LocalServerError(f"local model server exited with code {self.process.returncode} "
+            if process.poll() is not None:
+                raise LocalServerError(f"local model server exited with code {process.returncode} "
                                        f"while starting{self._log_tail()}")
             try:
                 with opener.open(url, timeout=2) as resp:
@@ -235,4 +235,4 @@ if __name__ == "__main__":
     try:
         print(f"local model verified: {verify_bundled()} (sha256 {BUNDLED_SHA256[:16]}...)")
     except LocalServerError as exc:
-        raise SystemExit(f"local model check failed: {exc}")
+        raise SystemExit(f"local model check failed: {exc}") from exc

@@ -31,8 +31,8 @@ class ProviderFault(RuntimeError):
     """The provider answered 200 with nothing usable (an empty choice list): its fault, retried like a 500."""
 
 
-# Which provider errors are retried, charged to the treatment or stop the job: harness/serving/provider_errors.py. A body
-# that is not JSON arrives from LiteLLM as InternalServerError, so malformed provider output is retried.
+# Which provider errors are retried, charged to the treatment or stop the job: harness/serving/provider_errors.py.
+# A body that is not JSON arrives from LiteLLM as InternalServerError, so malformed provider output is retried.
 
 
 class InfraError(RuntimeError):

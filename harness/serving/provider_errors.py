@@ -107,11 +107,13 @@ _NOT_CONNECTED = (httpx.ConnectError, httpx.ConnectTimeout, ConnectionRefusedErr
 def unreachable_endpoint(exc: BaseException, api_base: str | None = None) -> str | None:
     """The endpoint a call could not connect to (its URL without query or credentials: `api_base`, else the
     provider's default host), or None when the error is not a failure to connect."""
-    chain, seen = [], set()
-    while exc is not None and id(exc) not in seen and len(chain) < 20:
-        seen.add(id(exc))
-        chain.append(exc)
-        exc = exc.__cause__ or exc.__context__
+    chain: list[BaseException] = []
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen and len(chain) < 20:
+        seen.add(id(link))
+        chain.append(link)
+        link = link.__cause__ or link.__context__
     if not any(isinstance(e, _NOT_CONNECTED) for e in chain):
         return None
     for e in chain:

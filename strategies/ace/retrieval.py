@@ -145,6 +145,7 @@ class AceRetrieval(StrategyBase):
             return []
         if self.opts.ranker == "llm":
             return self._rank_llm(query, k)
+        assert self._vectors is not None and self.embedder is not None  # built in __init__ for this ranker
         sims = self._vectors @ np.asarray(self.embedder.embed([query])[0], dtype=np.float32).reshape(-1)
         order = rank_rows(sims, np.arange(len(sims)))[:k]  # rounded (stable_similarity); ties: playbook order
         return [self._bullets[int(i)].id for i in order]
@@ -153,6 +154,7 @@ class AceRetrieval(StrategyBase):
         playbook = "\n".join(b.line for b in self._bullets)
         schema = {"type": "object", "properties": {"bullet_ids": {"type": "array", "items": {"type": "string"}}},
                   "required": ["bullet_ids"]}
+        assert self.ranker is not None  # __init__ refuses ranker=llm without one
         answer, _ = self.ranker.ask(RANKER_SYSTEM.replace("TOP_K", str(k)),
                                     f"Task:\n{query}\n\nPlaybook:\n{playbook}", schema, "ace_ranker")
         known = {b.id for b in self._bullets}

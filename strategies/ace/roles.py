@@ -160,7 +160,7 @@ def reflect(llm: JsonLLM, trajectory: Trajectory, playbook: Playbook, cited: lis
             parts.append(f"Ground truth (the gold solution of this task):\n{gold}")
     else:
         parts.append("Outcome: not given (no ground truth); judge from the episode itself.")
-    bullets = "\n".join(playbook.get(i).line for i in cited) or "(the agent cited no bullets)"
+    bullets = "\n".join(playbook.bullet(i).line for i in cited) or "(the agent cited no bullets)"
     parts.append(f"Bullets the agent cited:\n{bullets}")
     answer, usage = llm.ask(REFLECTOR_SYSTEM, "\n\n".join(parts), REFLECTOR_SCHEMA, "reflector")
     tags: dict[str, str] = {}

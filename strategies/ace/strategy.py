@@ -6,8 +6,9 @@ Where the playbook comes from: option `playbook=<path>` if set, else the run's `
 Either file may be an ACE playbook (`_meta.kind: ace_playbook`) or a plain guideline artifact, which
 is converted to bullets with zero counters, so one `MEMORY=` can serve `full` and `ace` in one sweep.
 
-Threads: the runner calls deliver() from its worker threads and update() from the main thread, so the
-current delivery is swapped under a lock and a step always sees one whole playbook. While `learn()`
+Threads: the runner calls deliver() from its worker threads and update() from the thread of the episode's
+stream (ace_online runs one stream per trial side by side: harness/runner/streams.py), so the current delivery
+is swapped under a lock and a step always sees one whole playbook. While `learn()`
 re-runs a failed task (ACE's reflection rounds), that task alone gets the playbook plus the reflection.
 """
 

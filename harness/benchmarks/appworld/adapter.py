@@ -23,17 +23,18 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from harness.assembly.job_config import options_for
 from harness.assembly.options import PLACEMENTS, check
 from harness.benchmarks.appworld.agent import DEFAULT_PLACEMENT, ReActCodeAgent, StepRecord, build_messages
 from harness.benchmarks.episode import EpisodeFrame
-from harness.benchmarks.protocol import BenchmarkBase
+from harness.benchmarks.protocol import BenchmarkBase, Task
 from harness.benchmarks.appworld.pool import WORKER_SCRIPT, EngineError, WorkerError, WorkerPool
 from harness.ledger import MemoryTokenCounter
 from harness.errors import INFRA, MAX_STEPS
 from harness.records import EpisodeRecord
+from harness.row import RowLike
 from strategies import EMPTY, Strategy, TaskView, Trajectory
 
 REPO = Path(__file__).resolve().parents[3]
@@ -87,6 +88,7 @@ def locate_data() -> Path:
     with tempfile.TemporaryDirectory(prefix="memdeliv-appworld-fetch-") as tmp:
         stage = Path(tmp)
         env.update(APPWORLD_ROOT=str(stage), APPWORLD_CACHE=str(CACHE))
+        why: Optional[str]
         if bundle:
             if not Path(bundle).is_file():
                 why = "no such file"
@@ -178,9 +180,9 @@ class AppWorldBenchmark(BenchmarkBase):
     def _scenario_sizes(self) -> Counter:
         return Counter(scenario_of(i) for i in self._split_ids)
 
-    def cut_scenarios(self, tasks: list[AppWorldTask]) -> list[str]:
+    def cut_scenarios(self, tasks: Sequence[Task]) -> list[str]:
         """Scenarios of which `tasks` holds only some (a LIMIT or task_ids cut them): SGC cannot use them."""
-        have = Counter(t.scenario_id for t in tasks)
+        have = Counter(scenario_of(t.id) for t in tasks)
         return sorted(s for s, n in have.items() if n < self._scenario_sizes[s])
 
     def workers(self) -> WorkerPool:
@@ -231,7 +233,7 @@ class AppWorldBenchmark(BenchmarkBase):
         if frame.error is None and not (agent and agent.result.completed):
             frame.label(MAX_STEPS)
         error = frame.error
-        termination = {INFRA: "infra_error", None: "completed"}.get(error, error)  # else the label itself
+        termination = "completed" if error is None else "infra_error" if error == INFRA else error  # or the label
         evaluation = evaluation or {}
         pass_count, num_tests = evaluation.get("pass_count", 0), evaluation.get("num_tests", 0)
         success = bool(evaluation.get("success")) and error in (None, MAX_STEPS)
@@ -274,7 +276,7 @@ class AppWorldBenchmark(BenchmarkBase):
                "evaluation": evaluation, "error": frame.error, "error_detail": frame.detail}
         return json.dumps(doc, indent=1)
 
-    def load_trajectory(self, path: Path, record: dict[str, Any]) -> Trajectory:
+    def load_trajectory(self, path: Path, record: RowLike) -> Trajectory:
         """A stored episode as the strategy protocol's Trajectory."""
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
         steps = [StepRecord(reply=s["reply"], code=s["code"], observation=s["observation"]) for s in doc["steps"]]

@@ -65,7 +65,8 @@ DEMO_TASK = "How many playlists do I have on Spotify?"
 DEMO_SUPERVISOR = {"first_name": "Ana", "last_name": "Reyes", "email": "ana.reyes@example.org",
                    "phone_number": "5551234567"}
 DEMO_TURNS = (  # invented data; shows the rhythm of look-up, login, paginate, answer
-    ("Let me see which Spotify APIs exist.\n```python\nprint(apis.api_docs.show_api_descriptions(app_name='spotify'))\n```",
+    ("Let me see which Spotify APIs exist.\n```python\n"
+     "print(apis.api_docs.show_api_descriptions(app_name='spotify'))\n```",
      '[{"name": "login", "description": "Login to your account."}, '
      '{"name": "show_playlist_library", "description": "Search or show a list of your playlists."}, ...]'),
     ("I need the login parameters and my password.\n```python\n"

@@ -21,7 +21,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import IO, Any, Iterator, cast
 
 from harness.serving.model_client import InfraError
 
@@ -49,6 +49,7 @@ class Worker:
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen([str(python), str(WORKER_SCRIPT)], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=log, cwd=self.scratch, env=env)
+        self._stdin, self._stdout = cast(IO[bytes], self.proc.stdin), cast(IO[bytes], self.proc.stdout)  # PIPEs
         self._buffer = b""
 
     @property
@@ -63,8 +64,8 @@ class Worker:
         if not self.alive:
             raise WorkerError(f"AppWorld worker {self.pid} is not running{self._log_tail()}")
         try:
-            self.proc.stdin.write((json.dumps({"op": op, **args}) + "\n").encode())
-            self.proc.stdin.flush()
+            self._stdin.write((json.dumps({"op": op, **args}) + "\n").encode())
+            self._stdin.flush()
             line = self._readline(timeout_s)
         except (BrokenPipeError, OSError) as exc:
             self.kill()
@@ -85,7 +86,7 @@ class Worker:
     def _readline(self, timeout_s: float) -> str | None:
         """One reply line, or None at the deadline; EOF (the process died) raises OSError."""
         deadline = time.monotonic() + timeout_s
-        fd = self.proc.stdout.fileno()
+        fd = self._stdout.fileno()
         with selectors.DefaultSelector() as sel:
             sel.register(fd, selectors.EVENT_READ)
             while b"\n" not in self._buffer:
@@ -110,8 +111,8 @@ class Worker:
     def stop(self, grace_s: float = 5.0) -> None:
         if self.alive:
             try:
-                self.proc.stdin.write(b'{"op": "shutdown"}\n')
-                self.proc.stdin.close()
+                self._stdin.write(b'{"op": "shutdown"}\n')
+                self._stdin.close()
             except OSError:
                 pass
             try:
@@ -129,7 +130,7 @@ class Worker:
             pass
 
     def _cleanup(self) -> None:
-        for stream in (self.proc.stdin, self.proc.stdout):
+        for stream in (self._stdin, self._stdout):
             try:
                 stream.close()
             except OSError:

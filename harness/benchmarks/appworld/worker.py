@@ -24,6 +24,7 @@ import shutil
 import signal
 import sys
 import traceback
+from typing import Callable
 
 _state: dict = {"world": None}
 
@@ -109,7 +110,8 @@ def op_unpack(bundle: str, root: str) -> dict:
     return {}
 
 
-OPS = {"hello": op_hello, "open": op_open, "gold": op_gold, "execute": op_execute, "evaluate": op_evaluate, "close": op_close}
+OPS: dict[str, Callable[..., dict]] = {"hello": op_hello, "open": op_open, "gold": op_gold, "execute": op_execute,
+                                       "evaluate": op_evaluate, "close": op_close}
 
 
 def serve() -> None:

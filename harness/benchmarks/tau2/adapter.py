@@ -34,6 +34,7 @@ from harness.benchmarks.tau2.user import LedgerUser
 from harness.errors import AGENT
 from harness.ledger import MemoryTokenCounter
 from harness.records import EpisodeRecord
+from harness.row import RowLike
 from harness.serving.model_client import ModelClient
 from strategies import Strategy, TaskView, Trajectory
 from strategies.base import first_user_text
@@ -137,7 +138,8 @@ class Tau2Benchmark(BenchmarkBase):
     def gold_solution(self, task: Task) -> str:
         """The task's gold actions (tau2's evaluation criteria), for an ACE Reflector allowed ground truth."""
         crit = task.evaluation_criteria
-        lines = [f"{a.requestor}: {a.name}({json.dumps(a.arguments, ensure_ascii=False)})" for a in (crit.actions or [])]
+        lines = [f"{a.requestor}: {a.name}({json.dumps(a.arguments, ensure_ascii=False)})"
+                 for a in (crit.actions or [])]
         if crit.communicate_info:
             lines.append("information to communicate: " + "; ".join(str(x) for x in crit.communicate_info))
         return "\n".join(lines) or "(this task has no gold actions)"
@@ -200,7 +202,7 @@ class Tau2Benchmark(BenchmarkBase):
         return ModelClient(self.judge_model, kwargs, max_retries=model.cfg.max_retries,
                            retry_backoff_s=model.cfg.retry_backoff_s)
 
-    def load_trajectory(self, path: Path, record: dict[str, Any]) -> Trajectory:
+    def load_trajectory(self, path: Path, record: RowLike) -> Trajectory:
         """A stored episode (tau2 Results file) as the strategy protocol's Trajectory."""
         results = Results.load(path)
         sim, task = results.simulations[0], results.tasks[0]

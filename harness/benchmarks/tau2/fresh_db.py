@@ -38,11 +38,11 @@ enabled = True
 def fresh(db_class: type[DB], path: Path | str) -> DB:
     """A database equal to `db_class.load(path)`, sharing nothing that can change with any other."""
     if not enabled:
-        return db_class.load(str(path))
+        return db_class.load(str(path))  # type: ignore[attr-defined]  # tau2's DB classes define load()
     key = (db_class, str(path))  # as given: resolving it at every call cost more than the copy
     with _lock:
         if key not in _pristine:
-            _pristine[key] = db_class.load(str(path))
+            _pristine[key] = db_class.load(str(path))  # type: ignore[attr-defined]  # as above
         pristine = _pristine[key]
     return _model_copy(pristine, tables=True)
 
@@ -169,10 +169,11 @@ class Table(dict):
     def __iter__(self):
         return dict.__iter__(self)
 
-    def values(self) -> ValuesView:  # lazy: a search that stops at its match copies what it has looked at
+    # lazy: a search that stops at its match copies what it has looked at (dict_values cannot be made in Python)
+    def values(self) -> ValuesView:  # type: ignore[override]  # a ValuesView, not dict_values
         return ValuesView(self)
 
-    def items(self) -> ItemsView:
+    def items(self) -> ItemsView:  # type: ignore[override]  # as values()
         return ItemsView(self)
 
     def pop(self, key: Any, *default: Any) -> Any:

@@ -4,8 +4,8 @@ tau2's `NLAssertionsEvaluator` builds its prompt and parses the verdict itself, 
 `generate` with its fixed default model. We keep tau2's prompt and parsing and only route that one call: the
 module's `generate` is replaced once by a dispatcher that uses the judge bound in the *current context*
 (`judging(client, ledger)`, set around one episode's evaluation, in the episode's thread) and writes the call
-into the episode's ledger (the frame's: the one the runner opened for the episode). Concurrent episodes with different judges
-(or jobs with different judge models) never see each other's; a call with no judge bound goes to tau2's
+into the episode's ledger (the frame's: the one the runner opened for the episode). Concurrent episodes with
+different judges (or jobs with different judge models) never see each other's; a call with no judge bound goes to tau2's
 original function, unchanged.
 """
 

@@ -13,9 +13,11 @@ composes `ReactMemoryAgent(ReactTurn, MemoryAgent)`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from tau2.data_model.message import AssistantMessage
 
-from harness.assembly.step import StepRequest
+from harness.assembly.step import AgentStep, StepRequest
 
 THINK = ("Before you answer, think step by step about what to do next: what the user wants, what you already "
          "know, whether the policy requires a step first, and whether to call a tool or reply to the user. "
@@ -27,6 +29,12 @@ ACT = ("Now act on your reasoning: call the right tool if you need information o
 class ReactTurn:
     """Overrides MemoryAgent.respond with THINK then ACT: two calls of the same agent step (its request plus
     one instruction), each ledgered as an agent call (harness/assembly/step.py)."""
+
+    # MemoryAgent's, which this mixes into: declared for the type checker only (at run time the MRO finds them there)
+    if TYPE_CHECKING:
+        step: AgentStep
+
+        def _to_message(self, completion: Any) -> AssistantMessage: ...
 
     def respond(self, request: StepRequest) -> AssistantMessage:
         thought = self.step.call(request, [*request.messages, {"role": "user", "content": THINK}], tools=False)

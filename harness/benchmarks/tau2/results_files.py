@@ -159,6 +159,8 @@ def episode_fields(sim: SimulationRun, task_set: dict[str, Any], agent: str, fil
             ledger.add_agent_step(usage, 0, ())
         elif usage is not None and message.role == "user":
             ledger.add_user_call(usage)
+    error: Optional[str]
+    detail: Optional[str]
     if sim.skipped:  # tau2 --skip-failed-samples: an error after its retries, scored 0
         error, detail = INFRA, "tau2 skipped this simulation after an error (skip_failed_samples)"
     elif sim.reward_info is None:
