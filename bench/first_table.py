@@ -1,12 +1,14 @@
 """From `git clone` to the README's first simulated table, timed step by step (docs/performance.md has figures).
 
-    python bench/first_table.py                    # this checkout: the simulated world's artifact, the README's
-                                                   # sim-strong sweep (240 episodes) and its table, in a temp dir
+    python bench/first_table.py                    # this checkout: the simulated world's artifact, the sim-strong
+                                                   # sweep at 2 trials (240 episodes, issue 30's figure) and its
+                                                   # table, in a temp dir
     python bench/first_table.py --baseline REV     # the same sweep with the code of git revision REV beside it:
                                                    # both timings, and the records compared field by field
     python bench/first_table.py --clone DIR        # git clone of this checkout into DIR, `make setup` with an
                                                    # empty pip cache, then the README's commands as written (the
-                                                   # newcomer's path); --overlay [PATH...]: with this working
+                                                   # newcomer's path: its sim-strong sweep has 4 trials, 480
+                                                   # episodes); --overlay [PATH...]: with this working
                                                    # tree's changes (only those paths when given)
 
 Targets (issue 30): the sweep <= 1.5 min and the whole path <= 15 min, on 2 idle cores. Each step prints its
@@ -30,10 +32,10 @@ from harness.row import RESULTS, read_rows
 
 REPO = Path(__file__).resolve().parent.parent
 SWEEP = ["model=simulated", "strategy=none,core_retrieval,full", "benchmark=tau2_retail", "benchmark.split=test",
-         "benchmark.limit=40", "benchmark.trials=2", "progress=false"]  # `make sweep MODEL=simulated ...` (README)
+         "benchmark.limit=40", "benchmark.trials=2", "progress=false"]  # the README's sweep at 2 trials
 README_STEPS = [["make", "simulated-memory"],
-                ["make", "sweep", "MODEL=simulated", "STRATEGIES=none,core_retrieval,full", "LIMIT=40", "TRIALS=2",
-                 "RUN=sim-strong"]]
+                ["make", "sweep", "MODEL=simulated", "STRATEGIES=none,core_retrieval,full", "LIMIT=40", "TRIALS=4",
+                 "RUN=sim-strong"]]  # README.md, "A first sweep in three steps"
 TIMINGS = {"wall_s", "model_seconds", "latency_s", "started_at", "run"}  # what may differ between two runs
 
 
