@@ -268,10 +268,11 @@ def _job(cfg: DictConfig) -> Any:
 def report_job(summary: dict[str, Any]) -> None:
     """The end-of-job line, and a warning when this model's strategies have different infra rates so far."""
     errors = ", ".join(f"{label} {n}" for label, n in summary["errors"].items()) or "none"
-    print(f"memdeliv: {summary['job']}: ran {summary['ran']}, resumed past {summary['skipped']}, "
-          f"errors: {errors} (every error counts as a failure, infra too: tau2-bench leaderboard convention; "
-          f"{summary.get('infra_rerun', 0)} infra rerun from before; provider retries {summary.get('retried', 0)}) "
-          f"-> {summary['run_dir']}")
+    # two lines, each within a terminal's 160 columns for a usual job key and run directory
+    print(f"memdeliv: {summary['job']}: ran {summary['ran']}, resumed past {summary['skipped']} -> "
+          f"{summary['run_dir']}\n  errors: {errors} (each a failed episode, infra too: tau2-bench's leaderboard "
+          f"convention); infra rerun from before {summary.get('infra_rerun', 0)}; provider retries "
+          f"{summary.get('retried', 0)}")
     if warning := summary.get("infra_warning"):
         print(f"memdeliv: warning: {warning}", file=sys.stderr)
 

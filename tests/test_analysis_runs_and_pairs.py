@@ -166,7 +166,8 @@ def test_end_of_job_line_warns_when_infra_rates_differ(tmp_path, capsys):
                "infra_warning": infra_warning(RunStore(run).read(), job)}  # what the job loop's summary carries
     report_job(summary)
     out, err = capsys.readouterr()
-    assert "infra 2 (every error counts as a failure, infra too: tau2-bench leaderboard convention" in out
+    assert "errors: infra 2 (each a failed episode, infra too: tau2-bench's leaderboard convention)" in out
+    assert all(len(line) <= 160 for line in out.splitlines())  # a terminal's width
     assert ("memdeliv: warning: tau2_retail/test/m: infra errors differ between strategies so far (none 0/8, "
             "full 2/8)") in err
     write_run(run, two_trials("run"))  # no infra anywhere: no warning
