@@ -65,10 +65,14 @@ setup:
 setup-parts: $(SETUP_PARTS)
 	@:
 
+# The venv itself comes first (seconds): the main venv's installs go into it and the browser part writes its
+# sentinel there, so only this rule creates .venv (venv's own check for an existing folder is not atomic).
+.venv/pyvenv.cfg:
+	python3 -m venv .venv
+
 # torch (CPU build) has its own lock: from /opt/wheels when the pinned wheel is there, else PyTorch's CPU index
 # (scripts/torch_source.py), hash-checked either way.
-.venv/.setup-done: requirements.lock requirements-torch.lock pyproject.toml scripts/torch_source.py
-	python3 -m venv .venv
+.venv/.setup-done: .venv/pyvenv.cfg requirements.lock requirements-torch.lock pyproject.toml scripts/torch_source.py
 	.venv/bin/pip install --quiet --require-hashes --no-deps -r requirements.lock
 	.venv/bin/pip install --quiet --require-hashes --no-deps $$(python3 scripts/torch_source.py install) \
 		-r requirements-torch.lock
@@ -93,9 +97,9 @@ setup-parts: $(SETUP_PARTS)
 
 # Debian's chromium for the viewer's browser tests (installed when missing and root, as in CI; else a note and
 # the browser tests skip). Marked done only once the browser is there, so a later `make setup` looks again.
-.venv/.browser-done: scripts/setup-browser.sh
+.venv/.browser-done: scripts/setup-browser.sh | .venv/pyvenv.cfg
 	scripts/setup-browser.sh
-	@if [ -x /usr/bin/chromium ]; then mkdir -p $(@D) && touch $@; fi
+	@if [ -x /usr/bin/chromium ]; then touch $@; fi
 
 # AppWorld pins pydantic<2, so its engine gets its own venv (driven by harness/benchmarks/appworld/worker.py).
 # `appworld install` is offline: it decrypts the app code bundled in the package; its tests go to APPWORLD_CACHE.

@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.identity import artifact_meta
+from analysis.load import family
 from analysis.metrics import BASELINE, GROUP, with_assembly
 
 COLUMNS = ["build_tokens", "build_cost_usd", "build_source"]
@@ -54,22 +56,15 @@ def _history(path: Path) -> tuple[float, float]:
     return _usage_sum(usages) if usages else (0.0, 0.0)
 
 
-def _kind(memory: Path) -> str | None:
-    try:
-        first = memory.read_text(encoding="utf-8").split("\n", 1)[0]
-        return (json.loads(first).get("_meta") or {}).get("kind")
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
 def build_cost(strategy: str, memory: str | None, run_dir: str | None = None, job: str | None = None,
                billed_per_episode: bool = False) -> dict:
     """{build_tokens, build_cost_usd, build_source} for one job."""
     if strategy == BASELINE:
         return {"build_tokens": 0.0, "build_cost_usd": 0.0, "build_source": "none: no memory"}
-    if strategy.split(" [")[0] == "ace_online" and billed_per_episode:  # never counted twice
+    online = family(strategy) == "ace_online"  # whatever analysis.load's label adds: `(GT)`, `[IN-SAMPLE]`, ...
+    if online and billed_per_episode:  # never counted twice
         return {"build_tokens": 0.0, "build_cost_usd": 0.0, "build_source": "learning billed per episode"}
-    if strategy.split(" [")[0] == "ace_online" and run_dir and job:  # `[IN-SAMPLE]` etc.: analysis/load.py
+    if online and run_dir and job:
         history = Path(run_dir) / "memory" / _slug(job) / "history.jsonl"
         if history.is_file():
             tokens, cost = _history(history)
@@ -88,7 +83,7 @@ def build_cost(strategy: str, memory: str | None, run_dir: str | None = None, jo
         if parts:
             tokens, cost = _usage_sum(parts)
             return {"build_tokens": tokens, "build_cost_usd": cost, "build_source": str(build)}
-    if _kind(path) == "simulated":
+    if artifact_meta(path).get("kind") == "simulated":
         return {"build_tokens": 0.0, "build_cost_usd": 0.0, "build_source": "simulated world: no model built it"}
     return {"build_tokens": np.nan, "build_cost_usd": np.nan, "build_source": f"unknown (no build.json or "
                                                                              f"history beside {memory})"}

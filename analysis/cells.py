@@ -4,7 +4,7 @@ pooled as extra trials (--pool-runs)."""
 
 from __future__ import annotations
 
-from analysis.identity import task_set_id
+from analysis.identity import short_id, task_set_id
 from harness.assembly.options import DEFAULTS as ASSEMBLY_DEFAULTS  # the settings' one definition (stdlib only)
 
 # Request-assembly settings of a record, read as their defaults for runs made before them (placement's default
@@ -26,7 +26,7 @@ def cell_label(cell: tuple) -> str:
     named = dict(zip(EPISODE_CELL, cell))
     extra = [f"{k}={named[k]}" for k, default in ASSEMBLY_FIELDS.items() if named[k] not in (default, None)
              and k != "placement"]  # placement's default depends on the benchmark: shown only when it clashes
-    extra += [f"mem {str(named['memory_sha']).replace('path:', '')[:6]}"] if named.get("memory_sha") else []
+    extra += [f"mem {short_id(named['memory_sha'])}"] if named.get("memory_sha") else []
     variant = f" ({named['strategy_variant']})" if named.get("strategy_variant") else ""
     return "/".join(str(named[k]) for k in ("benchmark", "split", "model", "strategy")) + variant + \
         (f" [{', '.join(extra)}]" if extra else "")

@@ -8,13 +8,11 @@ a label (that tag, or a `+experiment=robustness` variant such as `contradict=30%
 
 from __future__ import annotations
 
-import json
 import re
-from functools import lru_cache
 
 import pandas as pd
 
-from analysis.identity import tag as add_tag
+from analysis.identity import artifact_meta, tag as add_tag
 
 KINDS = ("contradict", "stale", "irrelevant", "duplicate")  # harness/memory/corrupt.py
 _CORRUPTED = re.compile(r"\b(" + "|".join(KINDS) + r")[= ](\d+(?:\.\d+)?)%")
@@ -34,19 +32,10 @@ def tag(meta: dict) -> str | None:
     return f"corrupted: {facts['kind']} {100 * float(facts.get('rate', 0)):g}%"
 
 
-@lru_cache(maxsize=256)
-def _artifact_tag(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return tag(json.loads(f.readline()).get("_meta") or {})
-    except (OSError, ValueError, AttributeError):  # gone or not an artifact: no tag
-        return None
-
-
 def corruption_labels(df: pd.DataFrame) -> pd.Series:
     """The strategy label, tagged where the record's memory artifact is a corrupted one."""
     column = "memory_artifact" if "memory_artifact" in df else "memory" if "memory" in df else None
     if column is None:
         return df["strategy"]
-    tags = df[column].map(lambda p: _artifact_tag(str(p)) if isinstance(p, str) and p else None)
+    tags = df[column].map(lambda p: tag(artifact_meta(p)) if isinstance(p, str) and p else None)
     return pd.Series([add_tag(s, t) if isinstance(t, str) else s for s, t in zip(df["strategy"], tags)], index=df.index)

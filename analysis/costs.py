@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.metrics import GROUP
+from analysis.metrics import GROUP, key_of
 
 INCOMPLETE = "incomplete (budget)"
 ROLES = {"usd_agent/task": "cost_usd/task", "usd_user/task": "user_cost_usd/task",
@@ -63,16 +63,15 @@ def add_strategy_calls(summary: pd.DataFrame, records: pd.DataFrame) -> pd.DataF
     out = summary.assign(**{n: 0.0 for n in names})
     if "strategy_calls" not in records or out.empty:
         return out
-    spent = records
-    made = spent["strategy_calls"].notna()
-    frame = spent.assign(
-        calls=spent["strategy_calls"].fillna(0).astype(float),
-        tokens=sum(spent[c].fillna(0).astype(float) if c in spent else 0.0
+    made = records["strategy_calls"].notna()
+    frame = records.assign(
+        calls=records["strategy_calls"].fillna(0).astype(float),
+        tokens=sum(records[c].fillna(0).astype(float) if c in records else 0.0
                    for c in ("strategy_prompt_tokens", "strategy_completion_tokens")),
-        usd=spent["strategy_cost_usd"].where(made, 0.0) if "strategy_cost_usd" in spent else 0.0)
-    means = {tuple("" if pd.isna(v) else str(v) for v in key): g for key, g in frame.groupby(GROUP, dropna=False)}
+        usd=records["strategy_cost_usd"].where(made, 0.0) if "strategy_cost_usd" in records else 0.0)
+    means = {key_of(key): g for key, g in frame.groupby(GROUP, dropna=False)}
     for i, r in out.iterrows():
-        g = means.get(tuple("" if pd.isna(r[c]) else str(r[c]) for c in GROUP))
+        g = means.get(key_of(r[c] for c in GROUP))
         if g is None:
             continue
         usd_known = g["usd"].notna().all()
@@ -98,8 +97,8 @@ def budget_flags(summary: pd.DataFrame, records: pd.DataFrame) -> list[str]:
     if not stopped:
         return [""] * len(summary)
     hit = records[[(str(d), j) in stopped for d, j in zip(records["run_dir"], records["job"])]]
-    cells = {tuple("" if pd.isna(v) else str(v) for v in key) for key, _ in hit.groupby(GROUP, dropna=False)}
-    return [INCOMPLETE if tuple("" if pd.isna(r[c]) else str(r[c]) for c in GROUP) in cells else ""
+    cells = {key_of(key) for key, _ in hit.groupby(GROUP, dropna=False)}
+    return [INCOMPLETE if key_of(r[c] for c in GROUP) in cells else ""
             for _, r in summary.iterrows()]
 
 

@@ -45,11 +45,16 @@ def dose_points(summary: pd.DataFrame) -> dict[tuple, dict]:
         points = pd.DataFrame({"family": rows["strategy"].map(family), "strategy": rows["strategy"],
                                "variant": rows["strategy"].map(variant_of), "tokens": rows["memory_tokens/task"],
                                "success": rows["success"], "lo": rows["success_lo"], "hi": rows["success_hi"]})
-        base = cell[labels == BASELINE]
-        baseline = None if base.empty else tuple(float(base.iloc[0][c]) for c in ("success", "success_lo",
-                                                                                   "success_hi"))
-        out[key] = {"points": points.sort_values(["family", "tokens"]).reset_index(drop=True), "baseline": baseline}
+        out[key] = {"points": points.sort_values(["family", "tokens"]).reset_index(drop=True),
+                    "baseline": baseline(cell)}
     return out
+
+
+def baseline(cell: pd.DataFrame) -> tuple[float, float, float] | None:
+    """The cell's `none` row as (success, lo, hi), the band a curve is drawn against; None without one."""
+    base = cell[cell["strategy"].astype(str) == BASELINE]
+    return None if base.empty else (float(base.iloc[0]["success"]), float(base.iloc[0]["success_lo"]),
+                                    float(base.iloc[0]["success_hi"]))
 
 
 def learning_points(records: pd.DataFrame, window: int = WINDOW) -> pd.DataFrame:

@@ -13,12 +13,12 @@ import pandas as pd
 
 from analysis import fmt, noninferiority, sizing
 from analysis.build_cost import add_build_cost
-from analysis.costs import add_costs, usd
-from analysis.metrics import GROUP, pass_hat_k_per_task, per_task_means, spent, task_success, valid, with_assembly, \
-    with_tokens
+from analysis.costs import ROLES, add_costs, usd
+from analysis.metrics import GROUP, on_common_pairs, pass_hat_k_per_task, per_task_means, spent, task_success, \
+    valid, with_assembly, with_tokens
 from analysis.stats import MIN_TASKS
 
-ROLES_USD = ("cost_usd", "user_cost_usd", "judge_cost_usd")
+ROLES_USD = tuple(col.removesuffix("/task") for col in ROLES.values())  # each role's record field
 
 
 @dataclass
@@ -55,11 +55,7 @@ def per_task_metric(df: pd.DataFrame, k: int) -> pd.Series:
 
 def shared_pairs(groups: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """Each strategy's records on the (task, trial) pairs that every strategy of the cell has."""
-    def keys(g: pd.DataFrame) -> pd.Series:
-        return pd.Series(list(zip(g["task_id"].astype(str), g["trial"])), index=g.index)
-
-    common = set.intersection(*(set(keys(g)) for g in groups.values()))
-    return {s: g[keys(g).isin(common)] for s, g in groups.items()}
+    return dict(zip(groups, on_common_pairs(*groups.values())))
 
 
 def price_table(groups: dict[str, pd.DataFrame], amortise_over: int | None) -> pd.DataFrame:
@@ -80,7 +76,7 @@ def _unknown_records(g: pd.DataFrame, by: str) -> int:
     for col in ROLES_USD:
         if col in used:
             missing |= used[col].isna().to_numpy()
-        elif col == "cost_usd":
+        elif col != "judge_cost_usd":  # as analysis.costs: no judge field = no judge; no agent / user field = unknown
             missing[:] = True
     if "strategy_cost_usd" in used and "strategy_calls" in used:
         missing |= (used["strategy_calls"].notna() & used["strategy_cost_usd"].isna()).to_numpy()

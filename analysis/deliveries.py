@@ -8,14 +8,12 @@ options; each run's `config.yaml` (written by the harness) does, per job: `jobs.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pandas as pd
-import yaml
 
+from analysis.identity import job_identities
 from analysis.metrics import GROUP, with_assembly
 
-CONFIG = "config.yaml"
 _SHOWN_LABEL = re.compile(r" \[[^\]]*\]$")  # analysis.load.provenance_labels: 'full [unknown provenance]'
 
 
@@ -25,16 +23,9 @@ def base_strategy(label: str) -> str:
 
 
 def job_options(run_dir: str) -> dict[str, dict]:
-    """{job key: the strategy options it ran with} from `<run_dir>/config.yaml` ({} when there is none)."""
-    path = Path(run_dir) / CONFIG
-    if not path.is_file():
-        return {}
-    try:
-        jobs = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("jobs") or {}
-    except (yaml.YAMLError, AttributeError) as exc:
-        raise ValueError(f"{path}: not a run config ({exc})") from None
-    return {key: ((job.get("identity") or {}).get("strategy") or {}).get("options") or {}
-            for key, job in jobs.items() if isinstance(job, dict)}
+    """{job key: the strategy options it ran with} from `<run_dir>/config.yaml` ({} when there is none; read once
+    per version of the file, analysis.identity)."""
+    return {key: (ident.get("strategy") or {}).get("options") or {} for key, ident in job_identities(run_dir).items()}
 
 
 def core_retrieval_delivery(options: dict | None) -> str | None:

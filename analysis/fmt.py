@@ -56,10 +56,6 @@ def arrow(before: str, after: str, change: str) -> str:
     return f"{before} → {after} ({change})"
 
 
-def cost(v) -> str:
-    return "n/a" if missing(v) else f"${v:,.4f}"
-
-
 def pvalue(v) -> str:
     return "-" if missing(v) else ("<0.001" if v < 0.001 else f"{v:.3f}")
 

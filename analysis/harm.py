@@ -27,11 +27,13 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from analysis.metrics import BASELINE, CELL, valid, with_assembly
+from harness import infra_rates  # `where`: a cell's parts that are set, joined (plain definitions)
 
 Z = 1.645  # one-sided 5 %
 RULE = ("one trial: harmed = none succeeded and the strategy failed (helped: the reverse); more trials: the task's "
         f"success rates differ beyond trial noise (one-sided two-proportion z-test, |z| >= {Z})")
 VIEWER_URL = "http://127.0.0.1:8765/"  # `make view`'s address, as analysis/report.py's links
+AA = "(A/A)"  # the label's tail for none against itself, its trials split in halves
 
 
 def flag(c_s: int, n_s: int, c_0: int, n_0: int) -> int:
@@ -80,6 +82,16 @@ class TaskEffects:
     @property
     def unchanged(self) -> int:
         return self.tasks - len(self.helped) - len(self.harmed)
+
+    @property
+    def where(self) -> str:
+        """'tau2_retail/test/gpt-4.1': the cell's parts that are set."""
+        return infra_rates.where(self.cell)
+
+    @property
+    def against(self) -> str:
+        """What the strategy was compared with: none, or (the A/A check) none's first half of trials."""
+        return f"{BASELINE} (first half of trials)" if self.strategy.endswith(AA) else BASELINE
 
 
 def _sorted_ids(ids) -> list[str]:
@@ -135,7 +147,7 @@ def per_cell(records: pd.DataFrame, exclude: tuple[str, ...] = ()) -> list[TaskE
                 out.append(compare(df, base, key, strategy))
         first, second = halves(base)
         if len(first):
-            out.append(compare(second, first, key, f"{BASELINE} (A/A)"))
+            out.append(compare(second, first, key, f"{BASELINE} {AA}"))
     return out
 
 
@@ -159,8 +171,7 @@ def lines(effects: list[TaskEffects], viewer: str | None = None, limit: int = 12
     """Markdown lines: per comparison, the counts and the harmed / helped task ids (linked when `viewer`)."""
     out = []
     for e in effects:
-        where = "/".join(str(v) for v in e.cell if isinstance(v, str) and v)
-        head = (f"- {where} {e.strategy} vs {'none (first half of trials)' if '(A/A)' in e.strategy else 'none'} "
+        head = (f"- {e.where} {e.strategy} vs {e.against} "
                 f"({e.tasks} tasks x {e.trials} trials): helped {len(e.helped)}, harmed {len(e.harmed)}, unchanged "
                 f"{e.unchanged}; harmed by chance alone: {e.chance:.1f} expected")
         out.append(head)
@@ -170,12 +181,6 @@ def lines(effects: list[TaskEffects], viewer: str | None = None, limit: int = 12
                 more = f" (+{len(tasks) - limit} more)" if len(tasks) > limit else ""
                 out.append(f"  - {name}: {', '.join(shown)}{more}")
     return out
-
-
-def harms_solved(effects: list[TaskEffects], strategy: str, cell: tuple | None = None) -> list[str]:
-    """The tasks `strategy` harmed that `none` solved (the rule's harmed list), for `make recommend`."""
-    return [t for e in effects if e.strategy == strategy and (cell is None or tuple(e.cell) == tuple(cell))
-            for t in e.harmed]
 
 
 def recommend_line(cell: pd.DataFrame, choice: str | None, exclude: tuple[str, ...] = ()) -> str | None:

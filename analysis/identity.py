@@ -21,13 +21,17 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
-CELL = ["benchmark", "split", "model", "assembly"]  # = analysis.metrics.CELL: strategies compared within one
+from analysis.metrics import CELL  # strategies are compared within one (benchmark, split, model, assembly)
+from harness import infra_rates  # `where`: a cell's parts that are set, joined (plain definitions)
+
+CONFIG = "config.yaml"  # the harness's record of each job's identity: jobs.<job>.identity
 SHORT = 6  # hex digits of an artifact id in a label
 
 
@@ -77,7 +81,7 @@ def comparable(records: pd.DataFrame, shared: bool = False) -> tuple[pd.DataFram
         names = {s: _task_set_name(g.loc[g["_set"] == s, "task_set"].iloc[0]) for s in sets}
         runs = {s: ", ".join(sorted({str(r) for r in g.loc[g["_set"] == s, "run_dir" if "run_dir" in g else "run"]}))
                 for s in sets}
-        where = "/".join(str(v) for v in key if isinstance(v, str) and v)
+        where = infra_rates.where(key)
         if not shared:
             raise TaskSetsDiffer(f"{where}: strategies ran on different task sets, so their task ids are not the "
                                  f"same tasks: " + "; ".join(f"{names[s]} in {runs[s]}" for s in sets)
@@ -95,25 +99,65 @@ def comparable(records: pd.DataFrame, shared: bool = False) -> tuple[pd.DataFram
     return records.assign(strategy=labels)[keep], notes
 
 
-# --- memory artifacts --------------------------------------------------------------------------------------
+# --- the run's files, read once per version (a long-lived viewer or notebook sees a rewritten file anew) -------
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """(mtime, size) of a file, None when there is none: part of every cache key below."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
 
 @lru_cache(maxsize=256)
-def _job_identities(run_dir: str) -> dict:
-    path = Path(run_dir) / "config.yaml"
+def _jobs(path: Path, stamp: tuple[int, int] | None) -> tuple[dict[str, dict], str | None]:
+    if stamp is None:
+        return {}, None
     try:
         jobs = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("jobs") or {}
-    except (OSError, yaml.YAMLError, AttributeError):
-        return {}
-    return {key: job.get("identity") or {} for key, job in jobs.items() if isinstance(job, dict)}
+        return {key: job.get("identity") or {} for key, job in jobs.items() if isinstance(job, dict)}, None
+    except OSError:
+        return {}, None
+    except (yaml.YAMLError, AttributeError) as exc:
+        return {}, f"{path}: not a run config ({exc})"
+
+
+def job_identities(run_dir: str | Path) -> dict[str, dict]:
+    """{job key: the identity the harness recorded for it} from `<run_dir>/config.yaml` ({} when there is none);
+    ValueError when the file is not a run config."""
+    path = Path(run_dir) / CONFIG
+    jobs, error = _jobs(path, _stamp(path))
+    if error:
+        raise ValueError(error)
+    return jobs
 
 
 @lru_cache(maxsize=256)
-def _file_sha(path: str) -> str:
+def _sha(path: Path, stamp: tuple[int, int] | None) -> str:
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
     except OSError:  # gone: the path itself still tells artifacts apart
-        return "path:" + hashlib.sha256(path.encode()).hexdigest()[:11]
+        return "path:" + hashlib.sha256(str(path).encode()).hexdigest()[:11]
 
+
+@lru_cache(maxsize=256)
+def _meta(path: Path, stamp: tuple[int, int] | None) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            meta = json.loads(f.readline()).get("_meta")
+    except (OSError, ValueError, AttributeError):  # gone or not an artifact
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def artifact_meta(path: str | Path) -> dict:
+    """A memory artifact's `_meta` (its first line: kind, consolidation, corrupted, ...); {} when the file is gone
+    or is not an artifact."""
+    return _meta(Path(path), _stamp(Path(path)))
+
+
+# --- memory artifacts --------------------------------------------------------------------------------------
 
 def uses_memory(row: dict) -> bool:
     """The record's strategy delivered from a memory artifact (`memory_provenance` is set only then; records
@@ -128,7 +172,10 @@ def memory_artifact(row: dict) -> tuple[str | None, str | None]:
     over `memory`); (None, None) when it delivered none."""
     if not uses_memory(row):
         return None, None
-    ident = _job_identities(str(row.get("run_dir"))).get(row.get("job"), {}) if row.get("run_dir") else {}
+    try:  # a broken config.yaml: the file's sha256 below still tells artifacts apart
+        ident = job_identities(row["run_dir"]).get(str(row.get("job")), {}) if row.get("run_dir") else {}
+    except ValueError:
+        ident = {}
     options = (ident.get("strategy") or {}).get("options") or {}
     path = options.get("playbook") or row.get("memory")
     if not path:
@@ -136,7 +183,12 @@ def memory_artifact(row: dict) -> tuple[str | None, str | None]:
     recorded = ident.get("memory") or {}
     if recorded.get("path") == path and recorded.get("sha256_16"):
         return str(path), str(recorded["sha256_16"])
-    return str(path), _file_sha(str(path))
+    return str(path), _sha(Path(path), _stamp(Path(path)))
+
+
+def short_id(sha) -> str:
+    """An artifact's id as labels show it: the first SHORT hex digits of its fingerprint."""
+    return str(sha).replace("path:", "")[:SHORT]
 
 
 def memory_labels(df: pd.DataFrame) -> pd.Series:
@@ -146,19 +198,26 @@ def memory_labels(df: pd.DataFrame) -> pd.Series:
         return df["strategy"]
     counts = df.groupby([*CELL, "strategy"], dropna=False)["memory_sha"].transform("nunique")
     several = (counts > 1) & df["memory_sha"].notna()
-    short = df["memory_sha"].astype(str).str.replace("path:", "", regex=False).str[:SHORT]
-    return df["strategy"].where(~several, [tag(s, f"mem {m}") for s, m in zip(df["strategy"], short)])
+    return df["strategy"].where(~several, [tag(s, f"mem {short_id(m)}") for s, m in zip(df["strategy"],
+                                                                                          df["memory_sha"])])
 
 
 def memory_lines(df: pd.DataFrame) -> list[str]:
     """'mem 3fa2c1 = strategies/samples/tau2_sample.jsonl (unknown provenance)', for each id a label shows."""
-    if "memory_sha" not in df or not df["strategy"].astype(str).str.contains(r"\bmem [0-9a-f]", regex=True).any():
+    if "memory_sha" not in df:
         return []
-    lines = []
     shown = df[df["strategy"].astype(str).str.contains(r"\bmem [0-9a-f]", regex=True)]
     provenance = shown["memory_provenance"] if "memory_provenance" in shown else pd.Series(None, index=shown.index)
+    lines: list[str] = []
     for sha, path, prov in zip(shown["memory_sha"], shown["memory_artifact"], provenance):
-        line = f"mem {str(sha).replace('path:', '')[:SHORT]} = {path}" + (f" ({prov})" if isinstance(prov, str) else "")
+        line = f"mem {short_id(sha)} = {path}" + (f" ({prov})" if isinstance(prov, str) else "")
         if line not in lines:
             lines.append(line)
     return lines
+
+
+def checked(records: pd.DataFrame, shared: bool = False) -> tuple[pd.DataFrame, list[str]]:
+    """`records` compared like with like (`comparable`: TaskSetsDiffer across task sets unless `shared`) and the
+    lines a view prints above its table: task sets compared on shared ids, the memory artifact ids its labels show."""
+    records, notes = comparable(records, shared=shared)
+    return records, [*notes.values(), *(f"Memory: {line}" for line in memory_lines(records))]

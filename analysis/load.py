@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable
 import pandas as pd
 
 from analysis.cells import ASSEMBLY_FIELDS, overlap_message, pool_runs, run_overlaps
-from analysis.identity import memory_artifact, memory_labels
+from analysis.identity import artifact_meta, checked, memory_artifact, memory_labels
 from analysis.corruption import corruption_labels
 from harness.row import RESULTS, read_rows  # the row of results.jsonl and its one reader (plain definitions)
 
@@ -138,6 +138,14 @@ def load_records(paths: Iterable[str | Path], warn: Callable[[str], None] | None
     return df
 
 
+def load_compared(paths: Iterable[str | Path], pool_runs: bool = False,
+                  shared_tasks: bool = False) -> tuple[pd.DataFrame, list[str]]:
+    """What every analysis command that compares strategies reads: `load_records` (runs holding the same episodes
+    refused unless `pool_runs`), compared like with like (analysis.identity.checked: ValueError across task sets
+    unless `shared_tasks`), and the lines to print above its output (shared task ids, memory artifact ids)."""
+    return checked(load_records(paths, overlap="pool" if pool_runs else "refuse"), shared_tasks)
+
+
 # a record's `memory_provenance` (harness/memory/provenance.py) that must show wherever the strategy is named
 SHOWN_PROVENANCE = ("IN-SAMPLE", "unknown provenance")
 
@@ -186,11 +194,7 @@ def consolidation_labels(df: pd.DataFrame) -> pd.Series:
 
 
 def _consolidation_tag(memory: str) -> str | None:
-    try:
-        with open(memory, encoding="utf-8") as f:
-            meta = json.loads(f.readline()).get("_meta") or {}
-    except (OSError, ValueError, AttributeError):  # gone or not an artifact: no tag
-        return None
+    meta = artifact_meta(memory)  # gone or not an artifact: {}, no tag
     mode = meta.get("consolidation")
     if mode == "lossy":
         return f"lossy, target {meta.get('lossy_target')}"

@@ -218,18 +218,19 @@ def per_task_means(ok: pd.DataFrame) -> dict[str, float]:
     return out
 
 
-def on_common_pairs(a: pd.DataFrame, b: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """`a` and `b` restricted to the (task, trial) pairs both have: a comparison never mixes task sets."""
+def on_common_pairs(*frames: pd.DataFrame) -> tuple[pd.DataFrame, ...]:
+    """Each frame restricted to the (task, trial) pairs every one has: a comparison never mixes task sets."""
     def keys(df: pd.DataFrame) -> pd.Series:
         trials = df["trial"] if "trial" in df else pd.Series(0, index=df.index)  # hand-built frames: one trial
         return pd.Series(list(zip(df["task_id"].astype(str), trials)), index=df.index)
 
-    ka, kb = keys(a), keys(b)
-    both = set(ka) & set(kb)
-    return a[ka.isin(both)], b[kb.isin(both)]
+    found = [keys(df) for df in frames]
+    common = set.intersection(*map(set, found))
+    return tuple(df[k.isin(common)] for df, k in zip(frames, found))
 
 
-def _key(values) -> tuple:
+def key_of(values) -> tuple:
+    """A group key that compares equal across frames: missing values as "", every value as text."""
     return tuple("" if pd.isna(v) else str(v) for v in values)
 
 
@@ -242,10 +243,10 @@ def add_deltas(summary: pd.DataFrame, records: pd.DataFrame, exclude: tuple[str,
     if out.empty:
         return out
     ok = valid(with_tokens(records), exclude)
-    cells = {_key(k): g for k, g in ok.groupby(GROUP, sort=False, dropna=False)}
+    cells = {key_of(k): g for k, g in ok.groupby(GROUP, sort=False, dropna=False)}
     for i, row in out.iterrows():
-        base = cells.get(_key([*(row[c] for c in CELL), BASELINE]))
-        mine = cells.get(_key(row[c] for c in GROUP))
+        base = cells.get(key_of([*(row[c] for c in CELL), BASELINE]))
+        mine = cells.get(key_of(row[c] for c in GROUP))
         if base is None or mine is None or row["strategy"] == BASELINE:
             continue
         a, b = on_common_pairs(mine, base)

@@ -25,8 +25,8 @@ import sys
 import numpy as np
 import pandas as pd
 
-from analysis import fmt, power
-from analysis.load import family, load_records
+from analysis import fmt, identity, power
+from analysis.load import add_pool_option, family, load_compared
 from analysis.metrics import CELL, GROUP, valid, with_assembly
 
 N_SPLITS = 2000
@@ -117,9 +117,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m analysis.noise_floor", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", help="run directories (or results.jsonl files)")
+    add_pool_option(parser)
+    identity.add_shared_tasks_option(parser)  # the A/A pairs are paired on task ids: one task set
     args = parser.parse_args(argv)
     try:
-        records = load_records(args.runs)
+        records, above = load_compared(args.runs, args.pool_runs, args.shared_tasks)
     except (FileNotFoundError, ValueError) as exc:
         print(f"memdeliv noise_floor: {exc}", file=sys.stderr)
         return 2
@@ -128,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if banner := fmt.simulated_banner(records["model"].dropna()):
         print(banner + "\n")
+    for line in above:
+        print(fmt.wrap(line))
     cells = per_cell(records)
     if cells.empty:
         print("A/A from the run: every cell has one trial per task; rerun with TRIALS=2 or more")

@@ -35,10 +35,9 @@ import pandas as pd
 from scipy import stats as sps
 from statistics import NormalDist
 
-from analysis.stats import MIN_TASKS  # the tables star cells under it; a decision needs it per pair
+from analysis.stats import ALPHA, MIN_TASKS  # the tables star cells under MIN_TASKS; a decision needs it per pair
 
-ALPHA = 0.05
-POWER = 0.80
+POWER = 0.80  # the power every sizing plans for (analysis.variance, analysis.decision)
 
 
 @dataclass(frozen=True)
@@ -74,8 +73,12 @@ class Arm:
 
 
 def variance_floor(margin: float, blocks: int = 1) -> float:
-    """The least variance of a per-task difference of `blocks` 0/1 trials whose mean is -margin: each task's
-    variance is at least |δ_t|(1 - |δ_t|) / blocks (Bernoulli trials), and over tasks E|δ| >= margin."""
+    """The least variance a per-task difference of `blocks` 0/1 trials can have when its mean is -margin.
+
+    One trial's difference X is -1, 0 or 1, so Var(X | task) = P(X != 0) - δ_t^2 >= |δ_t|(1 - |δ_t|) (δ_t = the
+    task's true difference). Over tasks, Var(d) = Var(δ_t) + E[Var(d_t | task)] >= (1 - 1/b) E[δ_t^2] + E|δ_t| / b
+    - margin^2, and E[δ_t^2] >= margin^2, E|δ_t| >= margin; equality when every δ_t = -margin: margin (1 - margin)
+    / b. (Alone, the within-task part can fall below it: the between-task part makes up the rest.)"""
     return margin * (1 - margin) / max(1, blocks)
 
 

@@ -43,15 +43,16 @@ from analysis.plan_estimate import (EXTRACT_PER_TASK, PRIOR_BAND, PRIORS, Episod
 # ---------------------------------------------------------------------------------------------- resume, pilot
 
 
-def recorded_episodes(run_dir: Optional[str], facts: dict[str, Any], strategy: str) -> set[tuple[str, int]]:
-    """(task, trial) pairs of this cell that a resumed sweep would skip (recorded, latest attempt not infra)."""
-    if not run_dir:
-        return set()
-    cell = (facts["benchmark"], facts["split"], facts["model"]["name"], strategy)
-    rows = (row for _, row in read_rows(Path(run_dir) / RESULTS, lambda *_: None)  # a bad line: that episode reruns
-            if (row.get("benchmark"), row.get("split"), row.get("model"), row.get("strategy")) == cell)
-    latest, _ = latest_per_episode(rows)  # the attempt that counts, as the runner's resume picks it
-    return {k for k, r in latest.items() if r.get("error") != INFRA}
+def recorded_episodes(run_dir: Optional[str], facts: dict[str, Any]) -> dict[str, set[tuple[str, int]]]:
+    """Per strategy of this benchmark, split and model: the (task, trial) pairs a resumed sweep would skip
+    (recorded, latest attempt not infra), from one read of the run's results.jsonl."""
+    rows: dict[str, list] = {}
+    cell = (facts["benchmark"], facts["split"], facts["model"]["name"])
+    for _, row in read_rows(Path(run_dir) / RESULTS, lambda *_: None) if run_dir else []:  # a bad line: reruns
+        if (row.get("benchmark"), row.get("split"), row.get("model")) == cell:
+            rows.setdefault(str(row.get("strategy")), []).append(row)
+    return {strategy: {k for k, r in latest_per_episode(own)[0].items() if r.get("error") != INFRA}
+            for strategy, own in rows.items()}  # latest: the attempt that counts, as the runner's resume picks it
 
 
 def load_pilot(path: str, facts: dict[str, Any]) -> pd.DataFrame:
@@ -98,7 +99,7 @@ def plan(facts: dict[str, Any], strategies: list[str], trials: int, pilot: Optio
     memory = memory if memory is not None else facts.get("memory")
     cached_price = agent is not None and agent.cached < agent.input
     gold = [facts["gold_actions"].get(t) for t in facts["tasks"]]
-    cells = []
+    cells, recorded = [], recorded_episodes(run_dir, facts)
     for strategy in strategies:
         block, note = memory_block_tokens(strategy, memory, m["name"], facts.get("strategy_options") or {})
         if pilot is not None:
@@ -106,7 +107,7 @@ def plan(facts: dict[str, Any], strategies: list[str], trials: int, pilot: Optio
         else:
             episode = prior_episode(facts["benchmark"], gold, block, int(facts["max_steps"]), cached_price,
                                     bool(facts.get("needs_judge")))
-        done = recorded_episodes(run_dir, facts, strategy)
+        done = recorded.get(strategy, set())
         planned = {(t, k) for t in facts["tasks"] for k in range(trials)}
         cell = Cell(strategy, len(planned - done), len(planned), episode, block, note)
         cell.usd = usd(episode.tokens, agent, user, judge)

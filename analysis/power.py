@@ -142,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.delta <= 0:
         print("memdeliv power: --delta must be > 0 (points)", file=sys.stderr)
         return 2
-    above, below = [], []
+    above: list[str] = []
+    below: list[str] = []
     if args.profile:
         from analysis.power_world import simulated_table
         from strategies.simulated_world import WorldError
@@ -154,11 +155,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print(fmt.simulated_banner(table["model"]) + "\n")
     elif args.runs:
-        from analysis.load import load_records
+        from analysis.load import load_compared
 
         try:  # a missing run, runs holding the same episodes, strategies on different task sets
-            records = load_records(args.runs, overlap="pool" if args.pool_runs else "refuse")
-            records, notes = identity.comparable(records, shared=args.shared_tasks)
+            records, above = load_compared(args.runs, args.pool_runs, args.shared_tasks)
         except (FileNotFoundError, ValueError) as exc:
             print(f"memdeliv power: {exc}", file=sys.stderr)
             return 2
@@ -168,7 +168,6 @@ def main(argv: list[str] | None = None) -> int:
         if banner := fmt.simulated_banner(records["model"].dropna()):
             print(banner + "\n")
         table = power_table(records, args.delta, ranges=True)
-        above = [*notes.values(), *(f"Memory: {line}" for line in identity.memory_lines(records))]
         ranges = sizing.range_lines(table, TRIAL_GRID)
         below = [f"WARNING: {line}" for line in infra_lines(records, table)] + (["", (
             f"Tasks needed for Δ = {args.delta:g} points, with the {sizing.SPAN[0]}th-{sizing.SPAN[1]}th percentile "
@@ -180,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     shown = display(table)
     same = [c for c in ("benchmark", "split", "assembly", "model") if c in shown and shown[c].nunique() <= 1]
     for line in above + ([", ".join(f"{c}: {shown[c].iloc[0] or '-'}" for c in same)] if same else []):
-        print(textwrap.fill(line, 160, subsequent_indent="  "))  # said once above the table: it fits a terminal
+        print(textwrap.fill(line, fmt.WIDTH, subsequent_indent="  "))  # said once above the table: it fits a terminal
     shown = shown.drop(columns=same)
     if "model" in shown:  # several models: one table each under its name, so the rows keep to 160 columns
         print("\n\n".join(f"{model}:\n{fmt.plain(rows.drop(columns='model'))}"
@@ -188,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(fmt.plain(shown))
     for line in below:
-        print(textwrap.fill(line, 160, subsequent_indent="  "))
+        print(textwrap.fill(line, fmt.WIDTH, subsequent_indent="  "))
     print("\n" + textwrap.fill(
         f"Paired over the tasks x trials both strategies ran (`paired`), two-sided α = {stats.ALPHA}, power "
         f"{POWER:.0%}. p = the tables' paired test of Δ vs none (McNemar / sign-flip). MDΔ = the smallest difference "
@@ -196,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         f"NEW tasks needed to detect Δ = {args.delta:g} points at T trials per task (the between-task spread "
         f"counts, never less than 0/1 outcomes allow). `underpowered`: p did not find the difference AND the "
         f"observed |Δ| is below the MDΔ (not enough evidence either way); a difference p finds is never flagged. "
-        f"agreement = share of tasks whose trials all agree.", 160))
+        f"agreement = share of tasks whose trials all agree.", fmt.WIDTH))
     return 0
 
 

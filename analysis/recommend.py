@@ -22,7 +22,7 @@ import textwrap
 import pandas as pd
 
 from analysis import fmt, harm, identity, infra, stats
-from analysis.decision import Recommendation, decide, per_task_metric  # noqa: F401  (the public names)
+from analysis.decision import Recommendation, decide
 from analysis.load import add_pool_option
 from analysis.metrics import CELL, INFRA, with_assembly
 

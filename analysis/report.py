@@ -76,20 +76,17 @@ def boxed(table_html: str) -> str:
 
 def linked_table(shown: pd.DataFrame, summary: pd.DataFrame, viewer: str) -> str:
     """`shown` (one row per summary row, in order) as HTML, every row's cells linking to its episodes."""
-    cells = shown.astype(str).map(html.escape)
-    if "model" in shown:
-        cells["model"] = shown["model"].astype(str).map(model_cell)
-    links = [html.escape(viewer_link(row, viewer), quote=True) for _, row in summary.iterrows()]
-    for col in cells.columns:
-        cells[col] = [f"<a href='{link}'>{value}</a>" for link, value in zip(links, cells[col])]
-    cells.columns = [html.escape(str(c)) for c in cells.columns]
-    return boxed(cells.to_html(index=False, border=0, escape=False))
+    return plain_table(shown, [html.escape(viewer_link(row, viewer), quote=True) for _, row in summary.iterrows()])
 
 
-def plain_table(table: pd.DataFrame) -> str:
+def plain_table(table: pd.DataFrame, links: list[str] | None = None) -> str:
+    """`table` as HTML in its scroll box; with `links` (one per row, escaped), each cell of a row links there."""
     cells = table.astype(str).map(html.escape)
     if "model" in table:
         cells["model"] = table["model"].astype(str).map(model_cell)
+    if links is not None:
+        for col in cells.columns:
+            cells[col] = [f"<a href='{link}'>{value}</a>" for link, value in zip(links, cells[col])]
     cells.columns = [html.escape(str(c)) for c in cells.columns]
     return boxed(cells.to_html(index=False, border=0, escape=False))
 

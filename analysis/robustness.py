@@ -12,8 +12,9 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.corruption import corruption_of
+from analysis.curves import baseline
 from analysis.load import family
-from analysis.metrics import BASELINE, CELL, with_assembly
+from analysis.metrics import CELL, with_assembly
 
 
 def points(summary: pd.DataFrame) -> dict[tuple, dict]:
@@ -30,11 +31,8 @@ def points(summary: pd.DataFrame) -> dict[tuple, dict]:
         frame = pd.DataFrame({"family": rows["strategy"].map(family), "kind": found[found.notna()].map(lambda c: c[0]),
                               "rate": found[found.notna()].map(lambda c: c[1]), "strategy": rows["strategy"],
                               "success": rows["success"], "lo": rows["success_lo"], "hi": rows["success_hi"]})
-        base = cell[cell["strategy"] == BASELINE]
-        baseline = None if base.empty else tuple(float(base.iloc[0][c]) for c in ("success", "success_lo",
-                                                                                   "success_hi"))
         out[key] = {"points": frame.sort_values(["family", "kind", "rate"]).reset_index(drop=True),
-                    "baseline": baseline}
+                    "baseline": baseline(cell)}
     return out
 
 

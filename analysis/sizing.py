@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.fmt import missing, model_label
+
 N_BOOT = 400
 SEED = 0
 SPAN = (10, 90)  # the percentiles printed as the range
@@ -79,8 +81,6 @@ def span_text(lo_hi: tuple[float, float]) -> str:
 
 def range_lines(table: pd.DataFrame, grid) -> list[str]:
     """'<model> full vs none: 1 trial 420 (190-925), 2 trials ...': analysis.power's tasks@T and its range."""
-    from analysis.fmt import missing, model_label
-
     lines = []
     for _, r in table.iterrows():
         cells = [f"{t} trial{'s' if t > 1 else ''} {int(r[f'tasks@{t}']):,} ({span_text(r[f'tasks@{t} range'])})"

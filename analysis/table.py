@@ -12,14 +12,11 @@ import sys
 import textwrap
 
 from analysis import identity, infra, task_sets
-from analysis.fmt import plain, simulated_banner
-from analysis.load import add_pool_option, load_records
+from analysis.fmt import WIDTH, plain, simulated_banner
+from analysis.load import add_pool_option, load_compared
 from analysis.metrics import infra_imbalance
 from analysis.displays import COMPACT_NOTE, compact_display, markdown, scenario_warnings, strategies_display
-from analysis.tables import checked, exclusions, notes, summary_of, view_line
-
-WIDTH = 160  # a terminal's width for the default view (`--wide` lifts it)
-
+from analysis.tables import exclusions, notes, summary_of, view_line
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
@@ -35,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:  # an unknown label, a missing run, runs holding the same episodes, strategies on different task sets
         exclude = exclusions(args.exclude)
-        df, above = checked(load_records(args.runs, overlap="pool" if args.pool_runs else "refuse"), args.shared_tasks)
+        df, above = load_compared(args.runs, args.pool_runs, args.shared_tasks)
     except (FileNotFoundError, ValueError) as exc:
         print(f"memdeliv table: {exc}", file=sys.stderr)
         return 2

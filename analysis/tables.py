@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
@@ -30,7 +31,7 @@ from analysis.build_cost import add_build_cost
 from analysis.costs import add_costs
 from analysis.compare import model_table
 from analysis.displays import markdown, models_display, pairs_display, scenario_warnings, strategies_display
-from analysis.load import add_pool_option, load_memory_history, load_records, steps_frame
+from analysis.load import add_pool_option, load_compared, load_memory_history, steps_frame
 from analysis.metrics import EXCLUDED, GROUP, INFRA, infra_imbalance, paired_comparisons, summarize
 
 FEW = (f"* = fewer than {stats.MIN_TASKS} tasks: CI too wide to rank strategies. underpowered = the paired test "
@@ -83,6 +84,12 @@ class Analysis:
     def notes(self) -> str:
         return notes(self.exclude)
 
+    @cached_property
+    def per_task(self) -> tuple[list, pd.DataFrame]:
+        """Helped / harmed tasks vs none and the A/A noise floor (analysis.task_effects), computed once for
+        the files, the terminal and the report."""
+        return task_effects.computed(self)
+
 
 def summary_of(records: pd.DataFrame, n_boot: int = stats.N_BOOT, exclude: tuple[str, ...] = EXCLUDED,
                amortise_over: int | None = None) -> pd.DataFrame:
@@ -94,20 +101,12 @@ def summary_of(records: pd.DataFrame, n_boot: int = stats.N_BOOT, exclude: tuple
     return add_learning_counts(summary, records)
 
 
-def checked(records: pd.DataFrame, shared_tasks: bool = False) -> tuple[pd.DataFrame, list[str]]:
-    """`records` compared like with like (analysis.identity: exit 2 across task sets unless `shared_tasks`) and
-    the lines every view prints above its table: task sets compared on shared ids, memory artifact ids."""
-    records, notes = identity.comparable(records, shared=shared_tasks)
-    return records, [*notes.values(), *(f"Memory: {line}" for line in identity.memory_lines(records))]
-
-
 def analyse(paths: list[str], experiment: str | None = None, n_boot: int = stats.N_BOOT,
             models: dict[str, str] | None = None, exclude: tuple[str, ...] = EXCLUDED,
             amortise_over: int | None = None, pool_runs: bool = False, shared_tasks: bool = False) -> Analysis:
-    records = load_records(paths, overlap="pool" if pool_runs else "refuse")
+    records, lines = load_compared(paths, pool_runs, shared_tasks)
     if records.empty:
         raise SystemExit(f"no records found under {', '.join(map(str, paths))}")
-    records, lines = checked(records, shared_tasks)
     summary = summary_of(records, n_boot, exclude, amortise_over)
     pairs = paired_comparisons(records, n_boot=n_boot, exclude=exclude)
     result = Analysis(records, summary, pairs, model_table(summary, pairs), steps_frame(records),

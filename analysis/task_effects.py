@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import fmt, harm, noise_floor
-from analysis.metrics import BASELINE, GROUP, with_assembly
+from analysis.metrics import GROUP, with_assembly
 
 SHOWN_IDS = 10
 NOTE = ("helped / harmed: tasks whose success against none's changed beyond trial noise (" + harm.RULE + "); the "
@@ -23,14 +23,15 @@ NOTE = ("helped / harmed: tasks whose success against none's changed beyond tria
         "by up to this many points (95%) at the row's tasks x trials; a Δ vs none inside it may be noise.")
 
 
-def effects(result) -> list[harm.TaskEffects]:
-    return harm.per_cell(result.records, result.exclude)
+def computed(result) -> tuple[list[harm.TaskEffects], pd.DataFrame]:
+    """(every comparison against none, `frame`) of an analysis (tables.Analysis.per_task keeps them)."""
+    found = harm.per_cell(result.records, result.exclude)
+    return found, frame(result, found)
 
 
-def frame(result, found: list[harm.TaskEffects] | None = None) -> pd.DataFrame:
+def frame(result, found: list[harm.TaskEffects]) -> pd.DataFrame:
     """One row per strategies-table row: Δ vs none, the A/A spread, helped / harmed counts, chance and ids."""
-    found = effects(result) if found is None else found
-    by_key = {(*map(str, e.cell), e.strategy.replace(" (A/A)", "")): e for e in found}
+    by_key = {(*map(str, e.cell), e.strategy.removesuffix(f" {harm.AA}")): e for e in found}
     summary = noise_floor.add_aa(result.summary, result.records, result.exclude)
     rows = []
     for _, r in with_assembly(summary).iterrows():
@@ -56,8 +57,7 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
 
 def write(result, out_dir: Path, viewer: str = harm.VIEWER_URL) -> list[Path]:
     """task_effects.md (the table, then every list with its compare links) and task_effects.csv."""
-    found = effects(result)
-    table = frame(result, found)
+    found, table = result.per_task
     if table.empty:
         return []
     lines = harm.lines(found, viewer=viewer, limit=10_000)
@@ -71,27 +71,24 @@ def write(result, out_dir: Path, viewer: str = harm.VIEWER_URL) -> list[Path]:
 
 
 def terminal(result) -> str:
-    table = frame(result)
+    table = result.per_task[1]
     return "" if table.empty else fmt.plain(display(table)) + "\n" + NOTE
 
 
 def html_section(result, viewer: str = harm.VIEWER_URL) -> str:
     """The report's section: the table, then each comparison's harmed and helped tasks as compare links."""
-    found = effects(result)
-    table = frame(result, found)
+    found, table = result.per_task
     if table.empty:
         return ""
     parts = ["<h2>Which tasks did memory help or harm?</h2>", display(table).to_html(index=False, border=0),
              f"<p class=note>{html.escape(NOTE)}</p><ul>"]
     for e in found:
-        where = "/".join(str(v) for v in e.cell if isinstance(v, str) and v)
-        against = "none (first half of trials)" if "(A/A)" in e.strategy else BASELINE
         items = []
         for name, tasks in (("harmed", e.harmed), ("helped", e.helped)):
             links = ", ".join(f"<a href='{html.escape(harm.compare_url(p, viewer), quote=True)}'>{html.escape(t)}</a>"
                               for t, p in tasks.items())
             items.append(f"{name} {len(tasks)}" + (f": {links}" if links else ""))
-        parts.append(f"<li>{html.escape(f'{where} {e.strategy} vs {against}')} ({e.tasks} tasks x {e.trials} trials; "
-                     f"chance {e.chance:.1f}): {'; '.join(items)}</li>")
+        parts.append(f"<li>{html.escape(f'{e.where} {e.strategy} vs {e.against}')} ({e.tasks} tasks x {e.trials} "
+                     f"trials; chance {e.chance:.1f}): {'; '.join(items)}</li>")
     return "".join(parts) + "</ul>"
 

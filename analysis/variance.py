@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from analysis import fmt, sizing, stats
+from analysis.noninferiority import POWER, variance_floor
 
-POWER = 0.80
 TRIAL_GRID = (1, 2, 4, 8)
 
 
@@ -89,7 +89,7 @@ class Variance:
         """NEW tasks (drawn like these) for `delta` (fraction) at `trials` trials per task: the between-task
         spread of the difference counts, not only trial noise."""
         trials = trials or self.m
-        floor = abs(delta) * (1 - abs(delta)) / trials  # a true Δ between 0/1 outcomes never varies less
+        floor = variance_floor(abs(delta), trials)  # a true Δ between 0/1 outcomes never varies less
         v = self if self.var_d(trials) >= floor else Variance(self.n, trials, self.delta, floor, 0.0)
 
         def enough(n: int) -> bool:

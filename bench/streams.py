@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import socket
 import sys
 import tempfile
@@ -30,6 +31,7 @@ from unittest import mock
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from harness.row import RESULTS, read_rows
 from harness.run import compose_job
 from harness.runner import resolve, run_job
 from harness.runner.budget import episode_cost
@@ -54,8 +56,8 @@ def job(runs: Path, name: str, *overrides: str) -> tuple[dict, float]:
 
 def rows(run_dir: Path) -> dict:
     out = {}
-    for line in (run_dir / "results.jsonl").read_text().splitlines():
-        record = json.loads(line)
+    for _, row in read_rows(run_dir / RESULTS):  # the harness's one reader of results.jsonl
+        record = row.to_dict()
         record["step_usage"] = [{k: v for k, v in s.items() if k != "latency_s"} for s in record["step_usage"]]
         out[(record["task_id"], record["trial"])] = {k: v for k, v in record.items() if k not in TIMING}
     return out
@@ -152,12 +154,15 @@ def main() -> None:
     args = parser.parse_args()
     runs = Path(tempfile.mkdtemp(prefix="memdeliv-bench-streams-"))
     print(f"before: {load()}")
-    if args.only in (None, "streams"):
-        streams_figure(args, runs)
-    if args.only in (None, "ray-budget"):
-        budget_figure(args, runs)
-    if args.only in (None, "unreachable"):
-        unreachable_figure(args, runs)
+    try:
+        if args.only in (None, "streams"):
+            streams_figure(args, runs)
+        if args.only in (None, "ray-budget"):
+            budget_figure(args, runs)
+        if args.only in (None, "unreachable"):
+            unreachable_figure(args, runs)
+    finally:
+        shutil.rmtree(runs, ignore_errors=True)
     print(f"after: {load()}")
 
 

@@ -55,7 +55,7 @@ def write_cell(cell: ImportedCell, file: Path, cfg: Any) -> tuple[Path, str, boo
     run that holds the cell from anything else (nothing written)."""
     store, key = RunStore(Path(cfg.runs_dir) / cfg.run_name), job_key(cfg)
     digest = hashlib.sha256(file.read_bytes()).hexdigest()
-    held = sum(r.get("job") == key for r in store.records()) if store.results_path.exists() else 0
+    held = sum(r.get("job") == key for r in store.read()) if store.results_path.exists() else 0
     if held:
         manifest = json.loads((store.root / "manifest.json").read_text()) if (store.root / "manifest.json").exists() \
             else {}

@@ -49,6 +49,18 @@ def sum_or_none(values: Iterable[Any]) -> Any:
     return sum(values)
 
 
+def strategy_sum(parts: Iterable[Any]) -> dict[str, Any]:
+    """The strategy columns of several rows or updates as one (an episode's ranker calls and its online update's):
+    counts summed, the cost None when any part's is unknown; none when no part made a call."""
+    parts = [p for p in parts if p.get("strategy_calls")]
+    if not parts:
+        return {}
+    return {"strategy_calls": sum(p["strategy_calls"] for p in parts),
+            "strategy_prompt_tokens": sum(p.get("strategy_prompt_tokens") or 0 for p in parts),
+            "strategy_completion_tokens": sum(p.get("strategy_completion_tokens") or 0 for p in parts),
+            "strategy_cost_usd": sum_or_none(p.get("strategy_cost_usd") for p in parts)}
+
+
 class MemoryTokenCounter:
     """Counts a delivered block once per distinct text (a `full` block is identical at every step).
 

@@ -79,17 +79,18 @@ def check_ground_truth(split: str, what: str) -> None:
                               f"benchmark.split={split}")
 
 
-def job_provenance(cfg: Any, bench: Any, memory: str | None) -> str | None:
+def job_provenance(cfg: Any, bench: Any, memory: str | None, *, uses_memory: bool, ground_truth: bool
+                   ) -> str | None:
     """The label of this job's rows: None when it uses no memory artifact; raises ProvenanceError (in-sample
     without allow_in_sample, or ground truth off the train split). `memory`: the job's artifact (memory=, or
-    memory_by_strategy's); called once per job, by harness/runner/job.py's resolve."""
+    memory_by_strategy's); `uses_memory`, `ground_truth`: what its strategy declares (the Job's capabilities).
+    Called once per job, by harness/runner/job.py's resolve."""
     import strategies
 
-    options = dict(cfg.strategy.options or {})
-    if strategies.uses_ground_truth(cfg.strategy.name, options):
+    if ground_truth:
         check_ground_truth(cfg.benchmark.split, f"strategy {cfg.strategy.name!r}")
-    memory = options.get("playbook") or memory  # ACE's own playbook option wins over memory=
-    if not memory or not strategies.uses_memory(cfg.strategy.name):
+    memory = (cfg.strategy.options or {}).get("playbook") or memory  # ACE's own playbook option wins over memory=
+    if not memory or not uses_memory:
         return None
     _, meta = strategies.load_memory(memory)
     return check_use(meta, str(cfg.benchmark.name), [t.id for t in bench.tasks()],

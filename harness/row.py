@@ -172,7 +172,7 @@ class Row:
         extra: dict[str, dict[str, Any]] = {bucket: {} for bucket in EXTRAS}
         owner = EXTRAS[0]
         for key, value in data.items():
-            if key in FIELD_SET:
+            if key in COLUMNS:
                 known[key] = value
                 owner = _OWNER_AFTER[key]
             else:
@@ -188,7 +188,7 @@ class Row:
         extra: dict[str, dict[str, Any]] = {}
         for columns, bucket in parts:
             for key, value in columns.items():
-                if key in FIELD_SET and key not in EXTRAS:
+                if key in COLUMNS:
                     known[key] = value
                 else:
                     extra.setdefault(bucket, {})[key] = value
@@ -211,7 +211,7 @@ class Row:
 
     def get(self, name: str, default: Any = None) -> Any:
         """A field or an extra column by name, `default` when the row does not have it (as dict.get)."""
-        if name in FIELD_SET and name not in EXTRAS:
+        if name in COLUMNS:
             value = getattr(self, name)
             return default if value is UNSET else value
         for bucket in EXTRAS:
@@ -231,7 +231,7 @@ class Row:
 
     def with_columns(self, columns: Mapping[str, Any], extra: str) -> "Row":
         """The row with more columns: declared names set their field, others join `extra` (an owner's bucket)."""
-        declared = {k: v for k, v in columns.items() if k in FIELD_SET and k not in EXTRAS}
+        declared = {k: v for k, v in columns.items() if k in COLUMNS}
         rest = {k: v for k, v in columns.items() if k not in declared}
         if rest:
             declared[extra] = {**getattr(self, extra), **rest}
@@ -244,6 +244,7 @@ RowLike = Union[Row, Mapping[str, Any]]
 ORDER = tuple(f.name for f in fields(Row))
 FIELD_SET = frozenset(ORDER)
 FIELD_NAMES = tuple(name for name in ORDER if name not in EXTRAS)  # every declared column, in order
+COLUMNS = frozenset(FIELD_NAMES)
 
 
 def _owners() -> dict[str, str]:

@@ -68,7 +68,8 @@ class GuidelineIndex:
     """Core set plus a retrieval pool with precomputed vectors; `select(query_vec)` ranks the pool exactly
     (numpy, BLAS threads chosen by timing) or, from `ann_threshold` guidelines on, through an IVF index.
     Similarities are rounded before ranking and thresholds, ties go to the lower guideline id
-    (strategies.vector_search.stable_similarity): a ranking that float noise between machines cannot reorder."""
+    (strategies.vector_search.stable_similarity): float noise between machines reorders only a pair that
+    straddles a rounding step (docs/simulated-world.md)."""
 
     def __init__(self, core: Sequence[Guideline], pool: Sequence[Guideline], core_text: np.ndarray,
                  pool_text: np.ndarray, pool_source: np.ndarray, opts: SelectionOptions):

@@ -24,8 +24,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from strategies.atomic import write_bytes_atomic
-from strategies.base import Embedder, ModelCall, report_call
-from strategies.prices import call_cost
+from strategies.base import Embedder
+from strategies.prices import report_usage, usage_counts
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 MINILM_ALIASES = {"minilm", "all-minilm-l6-v2", MINILM.lower()}
@@ -120,10 +120,8 @@ class LiteLLMEmbedder:
         rows: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
             response = litellm.embedding(model=self.name, input=texts[start:start + self.batch_size], **self.kwargs)
-            tokens = int(getattr(getattr(response, "usage", None), "prompt_tokens", 0) or 0)
             # a paid call: counted in the episode that made it (a query at delivery), as every strategy call is
-            report_call(ModelCall(role="embedder", model=self.name, prompt_tokens=tokens,
-                                  cost_usd=call_cost(self.name, tokens, 0)))
+            report_usage("embedder", self.name, usage_counts(response))
             data = sorted(response.data, key=lambda d: d["index"])
             rows += [d["embedding"] for d in data]
         if not rows:

@@ -15,8 +15,7 @@ from typing import Any, Callable, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from strategies.base import ModelCall, report_call
-from strategies.prices import call_cost
+from strategies.prices import report_usage, usage_counts
 
 log = logging.getLogger("memdeliv.llm_json")
 
@@ -33,10 +32,7 @@ def litellm_llm(model: str, role: str = "text_llm", **kwargs: Any) -> TextLLM:
         import litellm
 
         response = litellm.completion(model=model, messages=messages, **kwargs)
-        usage = getattr(response, "usage", None)
-        prompt, completion = (int(getattr(usage, k, 0) or 0) for k in ("prompt_tokens", "completion_tokens"))
-        report_call(ModelCall(role=role, model=model, prompt_tokens=prompt, completion_tokens=completion,
-                              cost_usd=call_cost(model, prompt, completion)))
+        report_usage(role, model, usage_counts(response))
         return response.choices[0].message.content or ""
 
     return call

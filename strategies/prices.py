@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
+from strategies.base import ModelCall, report_call
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # the bundled map; never fetched at run time
 
 PER_MTOK = 1_000_000
@@ -97,11 +99,23 @@ def price_of(model: str | None, override: Mapping[str, Any] | None = None) -> Op
                  cache_write=float(plain if write is None else write), source="LiteLLM price map")
 
 
-def call_cost(model: str | None, prompt: float, completion: float) -> Optional[float]:
-    """What one call cost at the model's price (a strategy's own call: strategies.base.ModelCall); None when the
-    model is unpriced, never a silent 0."""
+def usage_counts(response: Any) -> dict[str, int]:
+    """`prompt_tokens` and `completion_tokens` of a LiteLLM response (an object or a dict), those it has."""
+    usage = getattr(response, "usage", None) or (response.get("usage") if isinstance(response, dict) else None)
+    if usage is None:
+        return {}
+    get = usage.get if isinstance(usage, dict) else (lambda k: getattr(usage, k, None))
+    counts = {k: get(k) for k in ("prompt_tokens", "completion_tokens")}
+    return {k: int(v) for k, v in counts.items() if v is not None}
+
+
+def report_usage(role: str, model: str, usage: Mapping[str, int]) -> None:
+    """A model call a strategy made itself, reported (strategies.base.report_call) with the provider's token
+    counts and what they cost at the model's price: None when the model is unpriced, never a silent 0."""
+    prompt, completion = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
     price = price_of(model)
-    return None if price is None else price.cost(prompt, completion)
+    report_call(ModelCall(role=role, model=model, prompt_tokens=prompt, completion_tokens=completion,
+                          cost_usd=None if price is None else price.cost(prompt, completion)))
 
 
 def register(model: str, values: Mapping[str, Any]) -> None:

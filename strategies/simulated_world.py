@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import threading
 from collections.abc import Iterable, Sequence
@@ -110,8 +111,9 @@ _lock = threading.Lock()
 
 
 @lru_cache(maxsize=64)
-def _resolved(path: str) -> str:
-    return str(Path(path).resolve())
+def _resolved(path: str, cwd: str) -> str:
+    """`path` resolved once per working directory: a relative path names another file after a chdir."""
+    return str(Path(cwd, path).resolve())
 
 
 def load_world(path: str | Path) -> World:
@@ -119,7 +121,7 @@ def load_world(path: str | Path) -> World:
     path = Path(path)
     if not path.is_file():
         raise WorldError(f"simulated world: no memory artifact at {path} (run `make simulated-memory` first)")
-    key = (_resolved(str(path)), path.stat().st_mtime)  # read at every model call: resolved once per path
+    key = (_resolved(str(path), os.getcwd()), path.stat().st_mtime)  # read at every model call: resolved once
     with _lock:
         if key in _worlds:
             return _worlds[key]

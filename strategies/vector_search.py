@@ -22,8 +22,9 @@ T = TypeVar("T")
 
 # Cosine similarities are ranked and compared with thresholds after rounding to this many decimals, ties broken
 # by a fixed order (the guideline's id): the same texts embedded on another machine (other BLAS kernels, thread
-# counts, batch shapes) differ in the 7th decimal or beyond (docs/simulated-world.md), which must not reorder a
-# retrieval. Six decimals is far finer than any difference that separates two guidelines' relevance.
+# counts, batch shapes) differ in the 7th decimal or beyond (docs/simulated-world.md), so that noise can reorder
+# only a pair that straddles a rounding step, not every near-tie. Six decimals is far finer than any difference
+# that separates two guidelines' relevance.
 SIMILARITY_DECIMALS = 6
 
 

@@ -20,7 +20,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetc
 import numpy as np
 from litellm import CustomLLM, ModelResponse
 
-from harness.scripted import register_provider
+from harness.serving.providers import register_provider
 
 PROVIDER = "memdeliv-fake-ace"
 MODEL = f"{PROVIDER}/roles"

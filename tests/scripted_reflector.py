@@ -14,7 +14,7 @@ from typing import Any
 
 from litellm import CustomLLM, ModelResponse
 
-from harness.scripted import register_provider
+from harness.serving.providers import register_provider
 
 PROVIDER = "memdeliv-fake"
 MODEL = f"{PROVIDER}/reflector"

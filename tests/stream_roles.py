@@ -16,7 +16,7 @@ from typing import Any, Optional
 from litellm import CustomLLM, ModelResponse
 
 from conftest import read_records
-from harness.scripted import register_provider
+from harness.serving.providers import register_provider
 
 PROVIDER = "memdeliv-stream-roles"
 MODEL = f"{PROVIDER}/roles"

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import litellm
 from litellm import CustomLLM, ModelResponse
 
-from harness.scripted import register_provider
+from harness.serving.providers import register_provider
 from harness.scripted.oracle import ScriptedOracle
 
 RECORDING = "memdeliv-test-recording"

@@ -16,7 +16,7 @@ from litellm import CustomLLM, ModelResponse
 from conftest import SAMPLE_MEMORY, compose, read_records
 from harness import assembly
 from harness.runner import run_job
-from harness.scripted import register_provider, unregister_provider
+from harness.serving.providers import register_provider, unregister_provider
 from harness.scripted.oracle import DONE_MARKER, ScriptedOracle, install
 from strategies import load_memory
 

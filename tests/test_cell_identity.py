@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import recommend, tables
+from analysis import identity, recommend, tables
 from analysis.load import load_records
+from analysis.noise_floor import main as noise_floor_main
 from analysis.power import main as power_main
 from analysis.recommend import main as recommend_main
 from analysis.table import main as table_main
@@ -64,7 +65,7 @@ def test_a_comparison_across_task_sets_exits_2_naming_both_unless_shared_tasks(t
     new = drawn("full", 30, 1, 0.7, 2, task_set=V101)[:50]  # (only 30 exist: all of them)
     new = [r | {"task_id": str(int(r["task_id"]) + 10)} for r in new]  # ids 10-39: 20 shared with 0-29
     a, b = write_run(tmp_path / "a", old), write_run(tmp_path / "b", new)
-    for main in (table_main, recommend_main, power_main):
+    for main in (table_main, recommend_main, power_main, noise_floor_main):
         assert main([str(a), str(b)]) == 2
         err = capsys.readouterr().err
         assert "v0.2.0" in err and "v1.0.1" in err and "--shared-tasks" in err and err.count("\n") == 1
@@ -73,6 +74,23 @@ def test_a_comparison_across_task_sets_exits_2_naming_both_unless_shared_tasks(t
     assert recommend_main([str(a), str(b), "--shared-tasks"]) == 0
     out = capsys.readouterr().out
     assert "on the 20 task ids they share (--shared-tasks)" in out and "rests on 20 tasks x 1 trial" in out
+
+
+def test_a_rewritten_run_config_or_artifact_is_read_anew_in_one_process(tmp_path):
+    """A viewer or notebook stays up while a sweep rewrites config.yaml or `make memory` rebuilds an artifact in
+    place: the cached reads must follow the file, or two artifacts would share one fingerprint."""
+    run, artifact = tmp_path / "run", tmp_path / "memory.jsonl"
+    run.mkdir()
+    (run / "config.yaml").write_text("jobs:\n  j: {identity: {memory: {path: a, sha256_16: '1111'}}}\n")
+    assert identity.job_identities(run)["j"]["memory"]["sha256_16"] == "1111"
+    (run / "config.yaml").write_text("jobs:\n  j: {identity: {memory: {path: a, sha256_16: '22222222'}}}\n")
+    assert identity.job_identities(run)["j"]["memory"]["sha256_16"] == "22222222"
+    row = {"strategy": "full", "memory": str(artifact), "memory_provenance": "unknown provenance"}
+    artifact.write_text('{"_meta": {"kind": "sample"}}\n')
+    before = identity.memory_artifact(row)[1], identity.artifact_meta(artifact)
+    artifact.write_text('{"_meta": {"kind": "simulated", "corrupted": {"kind": "stale"}}}\n{"id": "g1"}\n')
+    after = identity.memory_artifact(row)[1], identity.artifact_meta(artifact)
+    assert before[0] != after[0] and before[1] == {"kind": "sample"} and after[1]["corrupted"] == {"kind": "stale"}
 
 
 def test_the_header_states_the_paired_size_and_margin_talk_needs_the_test():

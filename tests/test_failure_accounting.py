@@ -48,6 +48,19 @@ class UpdateRaises(StrategyBase):
         raise ZeroDivisionError("no trajectories yet")
 
 
+@dataclass
+class FactsRaise(StrategyBase):
+    """FAKE strategy for tests: delivers nothing, and its record_facts() has a bug."""
+
+    name: str = "boom_facts"
+
+    def deliver(self, task, step):
+        return EMPTY
+
+    def record_facts(self, trajectory):
+        raise KeyError("cited_steps")
+
+
 @pytest.fixture(autouse=True, scope="module")
 def fake_strategies():
     from harness.scripted.oracle import install
@@ -55,6 +68,7 @@ def fake_strategies():
     install()
     strategies.register("boom_deliver", lambda ctx: DeliverRaises())
     strategies.register("boom_update", lambda ctx: UpdateRaises())
+    strategies.register("boom_facts", lambda ctx: FactsRaise())
     yield
 
 
@@ -97,6 +111,12 @@ def test_online_update_that_raises_marks_its_episode_strategy(runs_dir):
     assert {r["error"] for r in records} == {"strategy"} and not any(r["success"] for r in records)
     # the runner calls learn(), whose StrategyBase default is the strategy's own update(): the trace names it
     assert "raised in learn()" in records[0]["error_detail"] and "in update" in records[0]["error_detail"]
+
+
+def test_record_facts_that_raises_is_the_strategy_s_failure(runs_dir):
+    summary, records = run_strategy("boom_facts", runs_dir)
+    assert [(r["error"], r["success"]) for r in records] == [("strategy", False)] * 2
+    assert "raised in record_facts()" in records[0]["error_detail"] and summary["infra_errors"] == 0
 
 
 def test_failure_tally_keeps_counts_and_first_details():

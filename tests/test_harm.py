@@ -47,7 +47,6 @@ def test_lists_link_to_the_episodes_that_turned():
     assert harm.compare_url(effects.harmed["1"]) == "http://127.0.0.1:8765/compare?a=0&b=1#divergence"
     text = "\n".join(harm.lines([effects], viewer=harm.VIEWER_URL))
     assert "harmed 1" in text and "[1](http://127.0.0.1:8765/compare?a=0&b=1#divergence)" in text
-    assert harm.harms_solved([effects], "full") == ["1"]
 
 
 def test_a_task_harmed_in_one_trial_of_four_is_noise():

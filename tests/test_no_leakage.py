@@ -13,7 +13,7 @@ import strategies
 from harness.memory.build import build
 from harness.run import compose_job
 from harness.runner import run_job
-from harness.scripted import register_provider
+from harness.serving.providers import register_provider
 from strategies import Guideline, StepView, TaskView, Trajectory
 from strategies.core_retrieval import CoreRetrieval
 from strategies.extraction import extraction_messages
@@ -48,6 +48,7 @@ class Probe(CoreRetrieval):
         self.learns_online = True
         self.seen: list[str] = []
         self.queries: list[str] = []
+        self.verdicts: list[tuple] = []  # what record_facts was shown of the evaluator's verdict
 
     def deliver(self, task, step):
         self.seen.append(repr(task) + repr(step))
@@ -56,6 +57,11 @@ class Probe(CoreRetrieval):
 
     def update(self, trajectory):
         self.seen.append(repr(trajectory))
+
+    def record_facts(self, trajectory):
+        self.seen.append(repr(trajectory))
+        self.verdicts.append((trajectory.reward, trajectory.success, trajectory.feedback))
+        return {}
 
 
 def plant(tasks: list[dict]) -> list[dict]:
@@ -95,6 +101,7 @@ def test_hidden_scenario_never_reaches_strategy_prompt_or_record(tmp_path):
     # what the user said does reach the agent and retrieval, so the hidden marker's absence is no accident
     assert all(SPOKEN in p for p in agent_prompts) and all(SPOKEN in q for q in probe.queries)
     assert probe.seen and not any(MARKER in s for s in probe.seen)  # deliver() inputs and the learned trajectory
+    assert probe.verdicts == [(None, None, "")]  # record_facts, like learning, sees no verdict without ground truth
     assert not any(MARKER in t for t in embedder.texts)
     for name in ("results.jsonl", "config.yaml", "manifest.json"):
         assert MARKER not in (run_dir / name).read_text()

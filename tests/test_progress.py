@@ -97,6 +97,15 @@ def test_an_episode_without_a_priced_call_is_not_zero_dollars():
     assert "USD n/a (unpriced)" in out.getvalue() and "$0.0" not in out.getvalue()
 
 
+def test_a_strategy_s_own_calls_are_counted_once():
+    """Its ranker's $0.005 joins the agent's $0.01 and the user's $0.005: $0.02, as the budget and tables add it."""
+    out = io.StringIO()
+    progress = Progress("job", total=1, done=0, stream=out, every=60, tick=0.01)
+    progress.update(1, {**_record(True), "strategy_calls": 1, "strategy_cost_usd": 0.005})
+    progress.close()
+    assert "$0.0200 spent" in out.getvalue()
+
+
 def test_a_terminal_bar_shows_the_spend():
     out = _Tty()
     progress = Progress("job", total=2, done=0, stream=out, tick=0.01)

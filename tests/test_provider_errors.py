@@ -15,7 +15,7 @@ from litellm import CustomLLM, ModelResponse
 from conftest import compose, read_records
 from harness.serving.model_client import ProviderUnusable
 from harness.runner import run_job
-from harness.scripted import register_provider, unregister_provider
+from harness.serving.providers import register_provider, unregister_provider
 from harness.scripted.oracle import ScriptedOracle, install
 
 PROVIDER = "memdeliv-test"

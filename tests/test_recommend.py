@@ -95,6 +95,9 @@ def test_build_cost_from_build_json_ace_history_and_online_history(tmp_path):
     got = build_cost.build_cost("ace", str(playbook))
     assert got["build_tokens"] == 275 and pd.isna(got["build_cost_usd"])  # ACE reports tokens, not cost
     assert build_cost.build_cost("ace_online", None, str(run), job)["build_tokens"] == 10
+    for label in ("ace_online (GT)", "ace_online (GT) [IN-SAMPLE]"):  # analysis.load's labels: the same learner
+        assert build_cost.build_cost(label, None, str(run), job)["build_tokens"] == 10
+        assert build_cost.build_cost(label, None, str(run), job, billed_per_episode=True)["build_tokens"] == 0
     assert pd.isna(build_cost.build_cost("full", str(sample))["build_tokens"])  # unknown is never 0
 
     rows = [{"benchmark": "b", "split": "test", "model": "m", "strategy": s, "task_id": str(t), "trial": 0,

@@ -19,6 +19,7 @@ is deterministic.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -29,7 +30,7 @@ from tau2.data_model.simulation import Results
 from analysis.metrics import paired_comparisons, summarize
 from strategies import simulated_world as world
 from harness.scripted.simulated import agent_turn, parse_tag
-from strategies import load_memory, render_guidelines
+from strategies import load_memory, render_guidelines, save_memory
 
 # a return (many planted helpers); a task with no write at all; a task whose only gold write fails in tau2's own
 # replay (so leaving it out would not fail the DB check: the agent must fail it another way)
@@ -48,6 +49,21 @@ def test_artifact_plants_relevance_for_retrieval_and_full(artifact):
     assert {t for g in guidelines for t in g.source_task_ids} <= set(meta["learned_from"]["task_ids"])
     w = world.load_world(artifact)
     assert w.relevant_ids("5", [g.id for g in guidelines]) and not w.relevant_ids("62", [g.id for g in guidelines])
+
+
+def test_a_relative_world_path_is_the_file_in_the_current_folder(artifact, tmp_path, monkeypatch):
+    """load_world memoises by file version: the same relative path in another folder, even with the same
+    modification time, is another world (the second artifact here plants no help at all)."""
+    guidelines, meta = load_memory(artifact)
+    here, there = tmp_path / "a", tmp_path / "b"
+    for folder, simulated in ((here, meta["simulated"]), (there, {**meta["simulated"], "helps": {}})):
+        folder.mkdir()
+        save_memory(folder / "memory.jsonl", guidelines, {**meta, "simulated": simulated})
+        os.utime(folder / "memory.jsonl", ns=(1_700_000_000_000_000_000,) * 2)
+    monkeypatch.chdir(here)
+    assert world.load_world("memory.jsonl").helps
+    monkeypatch.chdir(there)
+    assert world.load_world("memory.jsonl").helps == {}
 
 
 def test_the_agent_reads_only_what_the_prompt_carries(artifact):

@@ -133,3 +133,31 @@ def test_ace_online_rows_carry_each_updates_reflector_and_curator(runs_dir):
     online_label = next(s for s in built.index if s.startswith("ace_online"))
     assert built.loc[online_label, "build_source"] == "learning billed per episode"  # not counted twice
     assert built.loc[online_label, "build_tokens"] == 0
+
+
+def test_an_online_update_s_calls_join_the_episode_s_own_calls():
+    """An online learner whose episode made calls of its own (a ranker) and whose update made more: the row
+    carries both, summed, so the budget on resume and the tables count every call once."""
+    from types import SimpleNamespace
+
+    from omegaconf import OmegaConf
+
+    from harness.records import Outcome
+    from harness.row import Row
+    from harness.runner.loop import with_loop_facts
+    from strategies import Trajectory
+
+    row = Row(task_id="1", success=True, trial=0, strategy_calls=1, strategy_prompt_tokens=100,
+              strategy_completion_tokens=7, strategy_cost_usd=0.01)
+    outcome = Outcome(row=row, trajectory=Trajectory(TaskView("b", "1", ""), (), 1.0, True))
+    job = SimpleNamespace(cfg=OmegaConf.create({"model": {"gguf": None}}), key="j")
+
+    def after(update: dict) -> Row:
+        return with_loop_facts(job, outcome, 1, lambda trajectory, task, trial: update, {"1": object()}, None)
+
+    summed = after({"strategy_calls": 2, "strategy_prompt_tokens": 22, "strategy_completion_tokens": 14,
+                    "strategy_cost_usd": 0.02, "update_lost": False})
+    assert (summed.strategy_calls, summed.strategy_prompt_tokens, summed.strategy_completion_tokens) == (3, 122, 21)
+    assert summed.strategy_cost_usd == pytest.approx(0.03) and summed.update_lost is False
+    assert after({"strategy_calls": 2, "strategy_cost_usd": None}).strategy_cost_usd is None  # unknown, not $0.01
+    assert after({"update_lost": True}).strategy_calls == 1  # an update without calls leaves the episode's alone

@@ -108,3 +108,23 @@ def test_disabled_reads_the_file_as_tau2_does(monkeypatch):
     env = TaskSource("retail").environment()
     assert not any(isinstance(v, fresh_db.Table) for v in env.tools.db.__dict__.values())
     assert env.get_db_hash() == registry.get_env_constructor("retail")().get_db_hash()
+
+
+def test_a_db_file_rewritten_in_place_is_read_again(tmp_path):
+    """A data dir rebuilt at the same path in a long-lived process (a notebook): never the stale database."""
+    import json
+    import os
+
+    from tau2.domains.retail.data_model import RetailDB
+
+    path = tmp_path / "db.json"
+    data = json.loads((TaskSource("retail").files["db"]).read_text())
+    path.write_text(json.dumps(data))
+    first = fresh_db.fresh(RetailDB, path)
+    user = next(iter(data["users"]))
+    data["users"][user]["address"]["city"] = "Zzyzx"
+    path.write_text(json.dumps(data))
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000))  # a later write, surely
+    second = fresh_db.fresh(RetailDB, path)
+    assert second.users[user].address.city == "Zzyzx" != first.users[user].address.city
+    assert second.model_dump() == RetailDB.load(str(path)).model_dump()

@@ -40,7 +40,8 @@ from harness.serving.model_client import ModelClient, ProviderUnusable
 from harness.serving.models import ModelConfigError, open_model
 from harness.provenance import learned_from
 from harness.scripted import reflector
-from harness.store import RunStore, latest_per_episode, now_iso
+from harness.row import latest_per_episode
+from harness.store import RunStore, now_iso
 from strategies import Trajectory, save_memory
 from strategies.atomic import write_text_atomic
 from strategies.consolidation import consolidate
@@ -92,7 +93,7 @@ def load_trajectories(run_dir: Path) -> tuple[list[tuple[str, Trajectory]], dict
     """(source key, trajectory) per usable record, the job config (plus `learned_from`: every collected
     task, for the artifact's provenance), and notes on what was left out."""
     store = RunStore(run_dir)
-    records = list(latest_per_episode(store.records())[0].values())  # an infra episode rerun: its last attempt
+    records = list(latest_per_episode(store.read())[0].values())  # an infra episode rerun: its last attempt
     if not records:
         raise BuildError(f"no records in {run_dir}: nothing to learn from")
     for r in records:

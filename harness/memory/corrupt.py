@@ -175,7 +175,8 @@ def corrupt(path: str | Path, out: str | Path, spec: Spec, source: str | Path | 
         if not source:
             raise CorruptionError("kind stale needs --source: an artifact from another domain or task-set version")
         stale, stale_meta = load_memory(source)
-    if artifact_kind(path) == PLAYBOOK:
+    is_playbook = artifact_kind(path) == PLAYBOOK
+    if is_playbook:
         playbook, meta = load_playbook(path)
         texts = {b.id: b.content for b in playbook.bullets}
         supports = [b.helpful + 1 for b in playbook.bullets]  # a playbook's support: how often a bullet helped
@@ -185,7 +186,7 @@ def corrupt(path: str | Path, out: str | Path, spec: Spec, source: str | Path | 
         supports = [g.support for g in guidelines]
     targets = chosen(list(texts), supports, spec)
     new = bad_texts(spec, targets, texts, rewrite, stale)
-    if artifact_kind(path) == PLAYBOOK:
+    if is_playbook:
         playbook, origin = _playbook(playbook, spec, targets, new)
     else:
         guidelines, origin = _guidelines(guidelines, spec, targets, new)
@@ -200,7 +201,7 @@ def corrupt(path: str | Path, out: str | Path, spec: Spec, source: str | Path | 
     meta = {**meta, "corrupted": facts}
     if isinstance(meta.get("simulated"), dict):
         meta["simulated"] = plant(meta["simulated"], spec, origin)
-    if artifact_kind(path) == PLAYBOOK:
+    if is_playbook:
         playbook.save(out, {k: v for k, v in meta.items() if k not in ("kind", "next_id")})
     else:
         save_memory(out, guidelines, meta)

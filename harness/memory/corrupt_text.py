@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from strategies.atomic import write_text_atomic
+
 PROMPT_VERSION = 1
 SYSTEM = ("You corrupt the memory of an AI agent for a robustness experiment. Rewrite the lesson you are given so "
           "that it gives WRONG advice: advise the opposite, or name a wrong tool, step order or argument. Keep its "
@@ -126,8 +128,8 @@ class LLMRewriter:
         if not answer or answer == text:
             self.fallbacks += 1
             answer = rule_contradict(text)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"model": self.model, "lesson": text, "rewrite": answer}), encoding="utf-8")
+        path.parent.mkdir(parents=True, exist_ok=True)  # whole or absent: a kill mid-write leaves no torn answer
+        write_text_atomic(path, json.dumps({"model": self.model, "lesson": text, "rewrite": answer}))
         return answer
 
     def facts(self) -> dict[str, Any]:

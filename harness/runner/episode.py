@@ -12,11 +12,12 @@ from typing import Any, Callable, Optional
 
 import strategies
 from harness import ledger
-from harness.errors import INFRA, classify
+from harness.errors import INFRA, call_strategy, classify
 from harness.ledger import MemoryTokenCounter
 from harness.records import Outcome
 from harness.row import Row
 from harness.runner.job import Job, slug
+from harness.runner.reflect_and_retry import shown
 from harness.serving.model_client import ProviderUnusable
 from harness.serving.models import ModelSpec
 from harness.store import now_iso
@@ -61,7 +62,9 @@ class EpisodeRunner:
                 episode, trajectory = self.bench.run_episode(task, trial=trial, seed=self.job.seeds[trial],
                                                              strategy=strategy, model=self.model,
                                                              counter=self.counter, trajectory_path=self.root / rel)
-                facts = strategy.record_facts(trajectory)
+                # the episode as the strategy may see it (no verdict without ground truth); a raise is the strategy's
+                seen = shown(trajectory, self.job.capabilities.uses_ground_truth)
+                facts = call_strategy(strategy, "record_facts", seen)
             except ProviderUnusable as exc:  # bad key / unknown model: no row; the job stops (harness/run.py)
                 self.stopped = str(exc)
                 return Outcome(stop=self.stopped)

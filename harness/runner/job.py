@@ -35,10 +35,10 @@ MEMORY = "memory"  # the run directory's folder of what learning strategies save
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What the strategy declares before it is built (strategies.StrategyBase): its option names (None: it
-    checks them itself), whether it reads `memory=` and whether, so configured, it learns from labels."""
+    """What the strategy declares before it is built (strategies.StrategyBase), read once for the job: whether it
+    reads `memory=` (the provenance check and label) and whether, so configured, it learns from labels (the
+    ground-truth check; what its learning and record_facts are shown). Its option names are checked by the CLI."""
 
-    known_options: Optional[tuple[str, ...]]
     uses_memory: bool
     uses_ground_truth: bool
 
@@ -132,8 +132,9 @@ def file_digest(path: Optional[str]) -> Optional[str]:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
-def identity(cfg: Any, memory: Optional[str] = None, digest: Optional[str] = None) -> dict[str, Any]:
-    """What must not change when a run is resumed (limit, trials, concurrency may)."""
+def identity(cfg: Any, memory: Optional[str] = None) -> dict[str, Any]:
+    """What must not change when a run is resumed (limit, trials, concurrency may); `memory`: the job's artifact,
+    when the caller has it already."""
     m, s, b = cfg.model, cfg.strategy, cfg.benchmark
     memory = memory if memory is not None else job_memory(cfg)
     return {
@@ -141,7 +142,7 @@ def identity(cfg: Any, memory: Optional[str] = None, digest: Optional[str] = Non
                   "tool_mode": m.tool_mode, "gguf": m.gguf,
                   **({"context_window": m.context_window} if m.context_window else {})},
         "strategy": {"name": s.name, "options": strategy_options(cfg)},
-        "memory": {"path": memory, "sha256_16": digest if digest is not None else file_digest(memory)},
+        "memory": {"path": memory, "sha256_16": file_digest(memory)},
         "benchmark": {"name": b.name, "split": b.split, "seed": b.seed, "max_steps": b.max_steps,
                       "max_errors": b.max_errors, "placement": b.placement,
                       # only when not the default, so runs made before these options existed still resume
@@ -150,7 +151,7 @@ def identity(cfg: Any, memory: Optional[str] = None, digest: Optional[str] = Non
 
 
 def capabilities(name: str, options: dict[str, Any]) -> Capabilities:
-    return Capabilities(known_options=strategies.known_options(name), uses_memory=strategies.uses_memory(name),
+    return Capabilities(uses_memory=strategies.uses_memory(name),
                         uses_ground_truth=strategies.uses_ground_truth(name, options))
 
 
@@ -172,15 +173,15 @@ def resolve(cfg: Any, *, park: bool = False) -> Job:
     bench = benchmarks.create(cfg.benchmark)
     bench.validate()
     memory = job_memory(cfg)
-    options = strategy_options(cfg)
+    declared = capabilities(str(cfg.strategy.name), strategy_options(cfg))
     key = job_key(cfg)
     job = Job(cfg=cfg, key=key, slug=slug(key.replace("/", "__")), run_dir=Path(cfg.runs_dir) / str(cfg.run_name),
-              memory=memory, provenance=job_provenance(cfg, bench, memory),
+              memory=memory, provenance=job_provenance(cfg, bench, memory, uses_memory=declared.uses_memory,
+                                                       ground_truth=declared.uses_ground_truth),
               identity={**identity(cfg, memory), **bench.identity_extra()},
               seeds=trial_seeds(cfg.benchmark.seed, cfg.benchmark.trials),
               assembly=options_for(cfg.benchmark, cfg.model),
-              capabilities=capabilities(str(cfg.strategy.name), options), executor=str(cfg.executor.name),
-              benchmark=bench)
+              capabilities=declared, executor=str(cfg.executor.name), benchmark=bench)
     if park:
         with _parked_lock:
             _parked[_fingerprint(cfg)] = job

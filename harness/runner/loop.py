@@ -20,6 +20,7 @@ from omegaconf import OmegaConf
 
 from harness import secrets
 from harness.errors import INFRA, STRATEGY, FailureTally, StrategyError, classify
+from harness.ledger import strategy_sum
 from harness.records import Outcome
 from harness.row import Row
 from harness.runner import executors
@@ -122,7 +123,12 @@ def long_lived_frozen() -> Iterator[None]:
     """For the job's episodes, the objects alive when they start (modules, LiteLLM's price map, the tasks, the rows
     read) are set aside from Python's cyclic collector (gc.freeze), and given back after (gc.unfreeze): they
     outlive the job, yet every full collection, which an episode's many allocations (τ²'s databases) trigger
-    again and again, would walk them all. Nothing is kept longer than the job (docs/performance.md)."""
+    again and again, would walk them all. Nothing is kept longer than the job (docs/performance.md). A process that
+    has frozen objects itself (a host that forks workers, or another job running beside this one) is left as it is:
+    unfreezing at the end would hand its objects back to the collector too."""
+    if gc.get_freeze_count():
+        yield
+        return
     gc.freeze()
     try:
         yield
@@ -150,7 +156,10 @@ def with_loop_facts(job: Job, outcome: Outcome, attempt: int, learn: Optional[Le
             store.note(f"{job.key}: online update skipped for {task_id} trial {trial}: {detail}")
             return row
         return replace(row, success=False, error=error, error_detail=detail)
-    return row.with_columns(facts or {}, "learner_extra")
+    facts = dict(facts or {})
+    if facts.get("strategy_calls"):  # the update's own calls join the episode's (a ranker's), never replace them
+        facts.update(strategy_sum([row, facts]))
+    return row.with_columns(facts, "learner_extra")
 
 
 def close_job(job: Job, store: RunStore, rows: JobRows, model: ModelSpec, tally: FailureTally, executor: str,

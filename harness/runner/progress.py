@@ -66,12 +66,11 @@ class Progress:
             self.successes += bool(record.get("success"))
             if record.get("error"):
                 self.errors[str(record["error"])] += 1
-            cost = episode_cost(record)
-            own = record.get("strategy_cost_usd")  # a strategy's own calls (tables add them: usd_strategy/task)
-            if cost is None or (own is None and record.get("strategy_calls")):
+            cost = episode_cost(record)  # every role, the strategy's own calls among them (budget.py's sum)
+            if cost is None:
                 self.unpriced += 1
             elif any(record.get(role) is not None for role in PRICED_ROLES):
-                self.spent += cost + (own or 0.0)
+                self.spent += cost
                 self.priced += 1
 
     def stats(self) -> str:

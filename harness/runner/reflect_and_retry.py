@@ -32,8 +32,11 @@ RETRIES = "retries.jsonl"
 
 
 def shown(trajectory: Any, ground_truth: bool) -> Any:
-    """The episode as a learner may see it: without ground truth, no reward, verdict or evaluator report."""
-    return trajectory if ground_truth else replace(trajectory, reward=None, success=None, feedback="")
+    """The episode as a strategy may see it (to learn from, or for its record_facts): without ground truth, no
+    reward, verdict or evaluator report."""
+    if ground_truth or trajectory is None:
+        return trajectory
+    return replace(trajectory, reward=None, success=None, feedback="")
 
 
 def learner(strategy: Any, bench: Any, run_attempt: Callable[[Any, int, int], Outcome], store: RunStore,

@@ -35,8 +35,8 @@ _REGISTRY = PluginRegistry(GROUP, "provider", UnknownProvider)
 register = _REGISTRY.register  # in-process, as tests and notebooks do: register(name, Provider(...))
 
 
-def provider_of(model: str) -> Optional[Provider]:
-    """The registered provider of a model string, None for a model LiteLLM routes itself."""
+def declared_provider(model: str) -> Optional[Provider]:
+    """The declared `Provider` of a model string, served here; None for a model LiteLLM routes itself."""
     prefix = str(model).split("/", 1)[0]
     return _REGISTRY.load(prefix) if "/" in str(model) and prefix in _REGISTRY.available() else None
 
@@ -44,7 +44,7 @@ def provider_of(model: str) -> Optional[Provider]:
 def serve(model: str) -> Optional[Provider]:
     """Install the provider of `model` in this process when it is one of ours (a job's ModelSpec does it; a
     script that drives tau2 itself, bench/overhead.py, calls this)."""
-    provider = provider_of(model)
+    provider = declared_provider(model)
     if provider is not None:
         provider.install()
     return provider
@@ -56,7 +56,7 @@ def served_here(model: str) -> bool:
     import litellm
 
     prefix = str(model).split("/", 1)[0]
-    return provider_of(model) is not None or prefix in {p.get("provider") for p in litellm.custom_provider_map}
+    return declared_provider(model) is not None or prefix in {p.get("provider") for p in litellm.custom_provider_map}
 
 
 def register_provider(name: str, handler: Any, replace: bool = True) -> Any:

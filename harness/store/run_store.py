@@ -28,7 +28,7 @@ from typing import Any, Iterator
 import yaml
 
 from harness import secrets
-from harness.row import RESULTS, Row, RowError, latest_per_episode, parse_rows  # noqa: F401  (re-exported)
+from harness.row import RESULTS, Row, RowError, parse_rows
 from harness.secrets import REDACTED, redact_text  # noqa: F401  (re-exported: benchmarks import it here)
 from strategies.atomic import write_text_atomic
 
@@ -172,10 +172,6 @@ class RunStore:
             return [row for _, row in parse_rows(data, str(self.results_path))]
         except RowError as exc:
             raise RunStoreError(str(exc)) from None
-
-    def records(self) -> list[Row]:
-        """Every row (the memory builders read a finished run this way); a job reads once, with `read`."""
-        return self.read()
 
     def append(self, row: Row) -> None:
         """One row, one write under the run's lock (concurrent jobs never interleave), secrets redacted."""

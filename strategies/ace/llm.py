@@ -17,8 +17,7 @@ from typing import Any, Callable
 
 import jsonschema
 
-from strategies.base import ModelCall, report_call
-from strategies.prices import call_cost
+from strategies.prices import report_usage, usage_counts
 
 JSON_MODES = ("schema", "object", "none")
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
@@ -75,8 +74,8 @@ class JsonLLM:
             call = litellm.completion
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         response, retries = self._call(call, name, messages, kwargs)
-        usage = _usage(response)
-        self._report(name, usage)  # spent even when the answer turns out unusable
+        usage = usage_counts(response)
+        report_usage(name, self.model, usage)  # spent even when the answer turns out unusable
         text = _content(response)
         answer = parse_json(text, name)
         try:
@@ -84,11 +83,6 @@ class JsonLLM:
         except jsonschema.ValidationError as exc:
             raise RoleError(f"{name}: answer does not match its schema: {exc.message}") from None
         return answer, {**usage, **({"retries": retries} if retries else {})}
-
-    def _report(self, name: str, usage: dict[str, int]) -> None:
-        prompt, completion = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
-        report_call(ModelCall(role=name, model=self.model, prompt_tokens=prompt, completion_tokens=completion,
-                              cost_usd=call_cost(self.model, prompt, completion)))
 
     def _call(self, call: Callable[..., Any], name: str, messages: list[dict[str, Any]],
               kwargs: dict[str, Any]) -> tuple[Any, int]:
@@ -131,15 +125,6 @@ def _content(response: Any) -> str | None:
             return response["choices"][0]["message"]["content"]
         except (IndexError, KeyError, TypeError):
             raise RoleError("response has no message content") from None
-
-
-def _usage(response: Any) -> dict[str, int]:
-    usage = getattr(response, "usage", None) or (response.get("usage") if isinstance(response, dict) else None)
-    if usage is None:
-        return {}
-    get = usage.get if isinstance(usage, dict) else (lambda k: getattr(usage, k, None))
-    counts = {k: get(k) for k in ("prompt_tokens", "completion_tokens")}
-    return {k: int(v) for k, v in counts.items() if v is not None}
 
 
 def _short(value: Any, limit: int = 300) -> str:

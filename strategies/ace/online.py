@@ -85,8 +85,7 @@ class AceOnline(AcePlaybook):
     def deliver_in(self, trial: int, task: TaskView, step: StepView) -> Delivery:
         stream = self._stream(trial)
         with self._lock:  # a task being re-run after a reflection: that episode alone gets the reflection
-            retry = stream.retry.get(f"{task.task_id}#{trial}")
-            return retry if retry is not None else stream.delivery
+            return stream.retry.get(_episode_key(task.task_id, trial), stream.delivery)
 
     @property
     def playbook(self) -> Playbook:
@@ -121,7 +120,7 @@ class AceOnline(AcePlaybook):
         Strategies never see the adapter."""
         trial = _trial_of(trajectory.episode)
         stream = self._stream(trial)
-        key = f"{trajectory.task.task_id}#{trial}"  # reflections are keyed by episode, never shared
+        key = _episode_key(trajectory.task.task_id, trial)  # reflections are keyed by episode, never shared
 
         def again(playbook: Playbook, reflection: str) -> Trajectory | None:
             text = "\n".join(t for t in (playbook.render(self.settings.cite), reflection) if t)
@@ -216,6 +215,10 @@ class AceOnline(AcePlaybook):
 STREAM_DIR = "trial_"
 
 
+def _episode_key(task_id: str, trial: int) -> str:
+    return f"{task_id}#{trial}"
+
+
 def _trial_of(episode: str | None) -> int:
     """The trial of an episode key `<task>#<trial>` (None: an offline build, stream 0)."""
     tail = episode.rsplit("#", 1)[-1] if episode else ""
@@ -247,18 +250,9 @@ class _TrialView(StrategyBase):
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
         return self.owner.deliver_in(self.trial, task, step)
 
-    def build(self, trajectories: Any) -> None:
-        return None
-
-    def update(self, trajectory: Trajectory) -> None:
-        return None
-
     def record_facts(self, trajectory: Trajectory | None) -> dict[str, Any]:
-        """`facts_for` this stream, plus where the episode ran in it (`episodes_seen`: updates the stream had
-        applied) and the size of the playbook it saw (`memory_size`, bullets): the learning curve's points."""
         stream = self.owner._stream(self.trial)
-        return {**self.owner.facts_for(trajectory, stream.playbook), "episodes_seen": stream.updates,
-                "memory_size": len(stream.playbook)}
+        return _stream_facts(self.owner, trajectory, stream.playbook, stream.updates)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled (an episode sent to a Ray worker), a view travels as a snapshot of its stream now."""
@@ -283,16 +277,20 @@ class _StreamSnapshot(AcePlaybook):
         self._stream_retry, self._ground_truth = state["retry"], state["ground_truth"]
 
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
-        retry = self._stream_retry.get(f"{task.task_id}#{self.trial}")
-        return retry if retry is not None else self._delivery
+        return self._stream_retry.get(_episode_key(task.task_id, self.trial), self._delivery)
 
     @property
     def ground_truth(self) -> bool | None:
         return self._ground_truth
 
     def record_facts(self, trajectory: Trajectory | None) -> dict[str, Any]:
-        return {**self.facts_for(trajectory, self.playbook), "episodes_seen": self.updates,
-                "memory_size": len(self.playbook)}
+        return _stream_facts(self, trajectory, self.playbook, self.updates)
+
+
+def _stream_facts(ace: AcePlaybook, trajectory: Trajectory | None, playbook: Playbook, updates: int) -> dict[str, Any]:
+    """`facts_for` a stream, plus where the episode ran in it (`episodes_seen`: updates the stream had applied) and
+    the size of the playbook it saw (`memory_size`, bullets): the learning curve's points."""
+    return {**ace.facts_for(trajectory, playbook), "episodes_seen": updates, "memory_size": len(playbook)}
 
 
 def _role(options: dict[str, Any], role: str, ctx: StrategyContext) -> JsonLLM:

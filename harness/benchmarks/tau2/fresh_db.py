@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 import threading
 from collections.abc import ItemsView, ValuesView
 from pathlib import Path
@@ -28,7 +29,7 @@ DB = TypeVar("DB", bound=BaseModel)
 _ATOMS = (str, int, float, bool, type(None), bytes)
 _LEAVES = frozenset(_ATOMS)  # exact types, checked inline: most fields of a record are one of these
 _set = object.__setattr__
-_pristine: dict[tuple[type, str], BaseModel] = {}
+_pristine: dict[tuple[type, str, int, int], BaseModel] = {}
 _lock = threading.Lock()
 _record_json: dict[int, str] = {}  # id(pristine record) -> its JSON as tau2's hash writes it
 # False: every database is read from its file, as tau2 does (bench/scale.py times both ways side by side)
@@ -39,7 +40,10 @@ def fresh(db_class: type[DB], path: Path | str) -> DB:
     """A database equal to `db_class.load(path)`, sharing nothing that can change with any other."""
     if not enabled:
         return db_class.load(str(path))  # type: ignore[attr-defined]  # tau2's DB classes define load()
-    key = (db_class, str(path))  # as given: resolving it at every call cost more than the copy
+    # the path as given (resolving it at every call cost more than the copy), and the file's size and mtime: a
+    # db.json rewritten in place (a data dir rebuilt in a long-lived process) is read again, never served stale
+    stat = os.stat(path)
+    key = (db_class, str(path), stat.st_mtime_ns, stat.st_size)
     with _lock:
         if key not in _pristine:
             _pristine[key] = db_class.load(str(path))  # type: ignore[attr-defined]  # as above
