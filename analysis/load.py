@@ -146,6 +146,20 @@ def load_compared(paths: Iterable[str | Path], pool_runs: bool = False,
     return checked(load_records(paths, overlap="pool" if pool_runs else "refuse"), shared_tasks)
 
 
+def load_for_command(prog: str, args: argparse.Namespace) -> tuple[pd.DataFrame, list[str]] | None:
+    """`load_compared` for a command line's `runs`, `--pool-runs` and `--shared-tasks`; None after printing, as
+    `memdeliv <prog>: ...`, why nothing can be compared (a missing run, runs holding the same episodes, task sets
+    that differ, no records): the command exits 2."""
+    try:
+        records, above = load_compared(args.runs, args.pool_runs, args.shared_tasks)
+        if records.empty:
+            raise ValueError(f"no records found under {', '.join(map(str, args.runs))}")
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"memdeliv {prog}: {exc}", file=sys.stderr)
+        return None
+    return records, above
+
+
 # a record's `memory_provenance` (harness/memory/provenance.py) that must show wherever the strategy is named
 SHOWN_PROVENANCE = ("IN-SAMPLE", "unknown provenance")
 

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import fmt, identity, power
-from analysis.load import add_pool_option, family, load_compared
+from analysis.load import add_pool_option, family, load_for_command
 from analysis.metrics import CELL, GROUP, valid, with_assembly
 
 N_SPLITS = 2000
@@ -120,14 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     add_pool_option(parser)
     identity.add_shared_tasks_option(parser)  # the A/A pairs are paired on task ids: one task set
     args = parser.parse_args(argv)
-    try:
-        records, above = load_compared(args.runs, args.pool_runs, args.shared_tasks)
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"memdeliv noise_floor: {exc}", file=sys.stderr)
+    if (loaded := load_for_command("noise_floor", args)) is None:
         return 2
-    if records.empty:
-        print("memdeliv noise_floor: no records found", file=sys.stderr)
-        return 2
+    records, above = loaded
     if banner := fmt.simulated_banner(records["model"].dropna()):
         print(banner + "\n")
     for line in above:

@@ -155,16 +155,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print(fmt.simulated_banner(table["model"]) + "\n")
     elif args.runs:
-        from analysis.load import load_compared
+        from analysis.load import load_for_command
 
-        try:  # a missing run, runs holding the same episodes, strategies on different task sets
-            records, above = load_compared(args.runs, args.pool_runs, args.shared_tasks)
-        except (FileNotFoundError, ValueError) as exc:
-            print(f"memdeliv power: {exc}", file=sys.stderr)
+        if (loaded := load_for_command("power", args)) is None:
             return 2
-        if records.empty:
-            print("memdeliv power: no records found", file=sys.stderr)
-            return 2
+        records, above = loaded
         if banner := fmt.simulated_banner(records["model"].dropna()):
             print(banner + "\n")
         table = power_table(records, args.delta, ranges=True)

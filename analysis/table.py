@@ -13,7 +13,7 @@ import textwrap
 
 from analysis import identity, infra, task_sets
 from analysis.fmt import WIDTH, plain, simulated_banner
-from analysis.load import add_pool_option, load_compared
+from analysis.load import add_pool_option, load_for_command
 from analysis.metrics import infra_imbalance
 from analysis.displays import COMPACT_NOTE, compact_display, markdown, scenario_warnings, strategies_display
 from analysis.tables import exclusions, notes, summary_of, view_line
@@ -30,15 +30,14 @@ def main(argv: list[str] | None = None) -> int:
     add_pool_option(parser)
     identity.add_shared_tasks_option(parser)
     args = parser.parse_args(argv)
-    try:  # an unknown label, a missing run, runs holding the same episodes, strategies on different task sets
+    try:
         exclude = exclusions(args.exclude)
-        df, above = load_compared(args.runs, args.pool_runs, args.shared_tasks)
-    except (FileNotFoundError, ValueError) as exc:
+    except ValueError as exc:  # an unknown label
         print(f"memdeliv table: {exc}", file=sys.stderr)
         return 2
-    if df.empty:
-        print("no records found", file=sys.stderr)
-        return 1
+    if (loaded := load_for_command("table", args)) is None:
+        return 2
+    df, above = loaded
     if banner := simulated_banner(df["model"].dropna()):
         print(banner + "\n")
     summary = summary_of(df, exclude=exclude, amortise_over=args.amortise_over)

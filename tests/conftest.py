@@ -14,12 +14,15 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_MEMORY = REPO / "strategies" / "samples" / "tau2_sample.jsonl"
-# `make test` runs files on two workers (pytest-xdist, --dist loadfile); the longest files go first so that
-# neither worker ends on one of them alone
 # A subprocess timeout is a ceiling for a hung process, never a speed check: generous enough that a run on a machine
 # loaded several times over (load 10 on 2 cores) still finishes under it. Timings belong in bench/.
 HUNG_S = 1800
-LONGEST_FIRST = ("test_readme_quickstart.py", "test_selfcheck.py", "test_kill_resume.py", "test_tau2_results_files.py")
+# `make test` runs files on 2-4 workers (pytest-xdist, --dist loadfile, one file per worker at a time): the longest
+# files (`pytest --durations`) go first, so that no worker ends the run on one of them alone
+LONGEST_FIRST = ("test_readme_quickstart.py", "test_local_model.py", "test_appworld_engine.py", "test_ray_executor.py",
+                 "test_launchers.py", "test_ace_online_resume.py", "test_provider_rejections.py",
+                 "test_memory_provenance.py", "test_selfcheck.py", "test_kill_resume.py", "test_tau2_results_files.py",
+                 "test_strategy_options.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -33,6 +36,22 @@ def run_cli(*overrides: str, runs_dir: Path, multirun: bool = False, env: dict |
            "progress=false", *overrides]
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=full_env)
+
+
+def config_check(capsys: pytest.CaptureFixture[str], *overrides: str, runs_dir: Path,
+                 multirun: bool = False) -> tuple[int | None, str]:
+    """harness.run's check of a command line (harness.run.checked_command: compose, validate, nothing run or
+    written), in this process: (exit code, stderr), exit None when it passes. A second of a test where a `run_cli`
+    subprocess takes several; the whole CLI refusing a bad line with no run directory is checked by run_cli tests
+    (tests/test_config_errors.py, tests/test_strategy_options.py)."""
+    from harness.run import checked_command
+
+    capsys.readouterr()
+    try:
+        checked_command([*(["-m"] if multirun else []), f"runs_dir={runs_dir}", "progress=false", *overrides])
+    except SystemExit as exc:
+        return int(exc.code or 0), capsys.readouterr().err
+    return None, capsys.readouterr().err
 
 
 def read_records(run_dir: Path) -> list[dict]:

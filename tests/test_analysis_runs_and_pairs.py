@@ -184,3 +184,12 @@ def test_the_html_report_names_the_view(tmp_path):
     assert report_main([str(run), "--no-plots", "--exclude", "infra", "--out", str(tmp_path / "b.html")]) == 0
     page = (tmp_path / "b.html").read_text()
     assert "Rates: EXCLUDING infra errors (non-default view)" in page and "infra errors differ" in page
+
+
+@pytest.mark.parametrize("command", ["table", "power", "noise_floor"])
+def test_a_run_with_no_records_exits_2_naming_it(command, tmp_path, capsys):
+    import importlib
+
+    (tmp_path / "results.jsonl").write_text("")
+    assert importlib.import_module(f"analysis.{command}").main([str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == f"memdeliv {command}: no records found under {tmp_path}"

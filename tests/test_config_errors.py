@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import REPO, run_cli
+from conftest import REPO, config_check, run_cli
 
 # every experiment config on disk, in the order the message lists them: a new one joins the list by itself
 EXPERIMENTS = ", ".join(sorted(p.stem for p in (REPO / "configs" / "experiment").glob("*.yaml")))
@@ -27,11 +27,20 @@ EXPERIMENTS = ", ".join(sorted(p.stem for p in (REPO / "configs" / "experiment")
     ("memory=/no/such/file.jsonl", "memory file not found"),
     ("benchmark.task_ids=[nope]", "unknown task ids"),
 ])
-def test_bad_config_exits_2_without_run_dir(override, expected, runs_dir):
-    proc = run_cli("model=oracle", override, "run_name=bad", runs_dir=runs_dir)
+def test_bad_config_exits_2_at_the_config_check(override, expected, runs_dir, capsys):
+    code, err = config_check(capsys, "model=oracle", override, "run_name=bad", runs_dir=runs_dir)
+    assert code == 2, err[-2000:]
+    assert expected in err
+    assert err.strip().count("\n") == 0, err  # one line, no Traceback or search path
+    assert not runs_dir.exists()
+
+
+def test_the_cli_refuses_a_bad_config_in_one_line_without_run_dir(runs_dir):
+    """The whole command line, as a user runs it (the cases above go through the same check in-process)."""
+    proc = run_cli("model=oracle", "benchmark.limit=abc", "run_name=bad", runs_dir=runs_dir)
     assert proc.returncode == 2, proc.stderr[-2000:]
-    assert expected in proc.stderr
-    assert proc.stderr.strip().count("\n") == 0, proc.stderr  # one line, no Traceback or search path
+    assert "benchmark.limit=abc: expected an integer or null" in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0, proc.stderr
     assert not runs_dir.exists()
 
 

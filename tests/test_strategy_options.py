@@ -9,7 +9,7 @@ import pytest
 
 import strategies
 from strategies import StrategyContext
-from conftest import SAMPLE_MEMORY, install_readme_plugin, read_records, run_cli
+from conftest import SAMPLE_MEMORY, config_check, install_readme_plugin, read_records, run_cli
 
 
 @pytest.mark.parametrize("sweep, override, expected", [
@@ -30,12 +30,23 @@ from conftest import SAMPLE_MEMORY, install_readme_plugin, read_records, run_cli
     ("ace_online", "strategy.options.nope=1", "strategy 'ace_online': unknown option(s) ['nope']"),
     ("none,full,core_retrieval", "strategy.options.nope=1", "unknown option(s) ['nope']"),
 ])
-def test_bad_strategy_option_exits_2_before_anything_is_written(sweep, override, expected, runs_dir):
-    proc = run_cli("model=oracle", f"strategy={sweep}", override, f"memory={SAMPLE_MEMORY}",
+def test_bad_strategy_option_exits_2_at_the_config_check(sweep, override, expected, runs_dir, capsys):
+    code, err = config_check(capsys, "model=oracle", f"strategy={sweep}", override, f"memory={SAMPLE_MEMORY}",
+                             "benchmark.limit=1", "run_name=bad", runs_dir=runs_dir, multirun=True)
+    assert code == 2, err[-2000:]
+    assert "config error: strategy.options:" in err and expected in err
+    assert err.strip().count("\n") == 0, err  # one line, no traceback
+    assert not runs_dir.exists()
+
+
+def test_the_cli_refuses_a_bad_option_in_one_line_before_anything_is_written(runs_dir):
+    """The whole command line, as a user runs it: exit 2, one line, no run directory (not even Hydra's
+    multirun.yaml)."""
+    proc = run_cli("model=oracle", "strategy=none,core_retrieval", "strategy.options.topk=3", f"memory={SAMPLE_MEMORY}",
                    "benchmark.limit=1", "run_name=bad", runs_dir=runs_dir, multirun=True)
     assert proc.returncode == 2, proc.stderr[-2000:]
-    assert "config error: strategy.options:" in proc.stderr and expected in proc.stderr
-    assert proc.stderr.strip().count("\n") == 0, proc.stderr  # one line, no traceback
+    assert "config error: strategy.options:" in proc.stderr and "unknown option(s) ['topk']" in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0, proc.stderr
     assert not runs_dir.exists()
 
 
