@@ -13,7 +13,7 @@ from __future__ import annotations
 import traceback
 from typing import TYPE_CHECKING, Any
 
-from harness.serving.model_client import ContextOverflow, InfraError, RequestRejected
+from harness.serving.faults import ContextOverflow, InfraError, RequestRejected
 
 if TYPE_CHECKING:
     from harness.row import RowLike

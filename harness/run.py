@@ -93,7 +93,7 @@ def check_job(cfg: DictConfig, sweep: list[str] | None = None) -> None:
     strategies of the whole sweep (their options are not typos for this job's strategy). The job is resolved
     here (harness/runner/job.py: its benchmark validated, its memory's provenance checked) and parked for the
     launch that follows, which runs that very Job."""
-    from harness.runner import executors, resolve
+    from harness.runner import executors  # harness.runner (LiteLLM's seconds of import) only once the cheap checks pass
 
     try:
         executors.check_options(cfg.executor)
@@ -123,6 +123,8 @@ def check_job(cfg: DictConfig, sweep: list[str] | None = None) -> None:
         raise ConfigError(f"memory file not found: {memory}")
     if memory:
         strategies.load_memory(memory)  # a malformed artifact fails here with file:line
+    from harness.runner import resolve
+
     try:  # the benchmark's validate(); memory learned from these tasks, or labels off train: refused
         bench = resolve(cfg, park=True).benchmark
     except ValueError as exc:
@@ -248,7 +250,7 @@ def validate(job_overrides: list[list[str]]) -> None:
 
 @hydra.main(config_path="../configs", config_name="config", version_base=None)
 def _job(cfg: DictConfig) -> Any:
-    from harness.serving.model_client import ProviderUnusable
+    from harness.serving.faults import ProviderUnusable
     from harness.runner import job_key, run_job
     from harness.store import RunStoreError
 

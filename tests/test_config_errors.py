@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
-from conftest import REPO, config_check, run_cli
+from conftest import HUNG_S, REPO, config_check, run_cli
 
 # every experiment config on disk, in the order the message lists them: a new one joins the list by itself
 EXPERIMENTS = ", ".join(sorted(p.stem for p in (REPO / "configs" / "experiment").glob("*.yaml")))
@@ -14,7 +17,6 @@ EXPERIMENTS = ", ".join(sorted(p.stem for p in (REPO / "configs" / "experiment")
     # an unknown group choice lists the valid ones, without Hydra's config search path
     ("model=no_such_model", "model=no_such_model: no such choice; available: litellm, local, oracle, simulated"),
     ("benchmark=tau2_nowhere", "benchmark=tau2_nowhere: no such choice; available: appworld, tau2_airline,"),
-    ("strategy=bogus", "strategy=bogus: no such choice; available: ace, ace_online, ace_retrieval, core_only, core_retrieval, full, none"),
     ("+experiment=nope", f"experiment=nope: no such choice; available: {EXPERIMENTS}\n"),
     # a wrong type names the key and what it takes (from the schema)
     ("benchmark.limit=abc", "benchmark.limit=abc: expected an integer or null"),
@@ -36,10 +38,12 @@ def test_bad_config_exits_2_at_the_config_check(override, expected, runs_dir, ca
 
 
 def test_the_cli_refuses_a_bad_config_in_one_line_without_run_dir(runs_dir):
-    """The whole command line, as a user runs it (the cases above go through the same check in-process)."""
-    proc = run_cli("model=oracle", "benchmark.limit=abc", "run_name=bad", runs_dir=runs_dir)
+    """The whole command line, as a user runs it (the cases above go through the same check in-process). Its own
+    process: the strategies it lists are exactly the installed ones (a test's in-process fakes are not)."""
+    proc = run_cli("model=oracle", "strategy=bogus", "run_name=bad", runs_dir=runs_dir)
     assert proc.returncode == 2, proc.stderr[-2000:]
-    assert "benchmark.limit=abc: expected an integer or null" in proc.stderr
+    assert "strategy=bogus: no such choice; available: ace, ace_online, ace_retrieval, core_only, core_retrieval, " \
+           "full, none\n" in proc.stderr
     assert proc.stderr.strip().count("\n") == 0, proc.stderr
     assert not runs_dir.exists()
 
@@ -57,3 +61,13 @@ def test_malformed_memory_file_is_named_with_line(tmp_path, runs_dir):
     proc = run_cli("model=oracle", "strategy=full", f"memory={bad}", "run_name=bad", runs_dir=runs_dir)
     assert proc.returncode == 2
     assert f"{bad}:2" in proc.stderr and not runs_dir.exists()
+
+
+def test_a_refused_command_line_never_loads_litellm(runs_dir):
+    """A typo is answered before the runner loads LiteLLM (seconds of import): harness.runner's `run_job` and the
+    exceptions of a model call (harness/serving/faults.py) come without it."""
+    code = ("import sys\nfrom harness.run import checked_command\ntry:\n"
+            f"    checked_command(['-m', 'runs_dir={runs_dir}', 'model=oracle', 'strategy=none,full', "
+            "'strategy.options.topk=3'])\nexcept SystemExit as exc:\n    print(exc.code, 'litellm' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=HUNG_S)
+    assert proc.stdout.split() == ["2", "False"], proc.stderr[-2000:]

@@ -7,7 +7,21 @@ infra-balance line.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from harness.runner.job import Job, job_key, resolve
-from harness.runner.loop import run_job
+
+if TYPE_CHECKING:
+    from harness.runner.loop import run_job
 
 __all__ = ["Job", "job_key", "resolve", "run_job"]
+
+
+def __getattr__(name: str) -> Any:
+    """`run_job` on first use: the loop imports LiteLLM (seconds), which a command line refused by its config
+    check (harness/run.py check_job) never needs."""
+    if name == "run_job":
+        from harness.runner.loop import run_job
+
+        return run_job
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

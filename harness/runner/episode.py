@@ -18,7 +18,7 @@ from harness.records import Outcome
 from harness.row import Row
 from harness.runner.job import Job, slug
 from harness.runner.reflect_and_retry import shown
-from harness.serving.model_client import ProviderUnusable
+from harness.serving.faults import ProviderUnusable
 from harness.serving.models import ModelSpec
 from harness.store import now_iso
 

@@ -33,7 +33,7 @@ from harness.runner.online_replay import episode_key, reapply_online_updates
 from harness.runner.progress import Progress
 from harness.runner.reach import Reachability
 from harness.runner.reflect_and_retry import learner, read_retries
-from harness.serving.model_client import ProviderUnreachable, ProviderUnusable
+from harness.serving.faults import ProviderUnreachable, ProviderUnusable
 from harness.serving.models import ModelSpec, open_model
 from harness.store import RunStore
 from harness.store.joblock import job_lock

@@ -25,7 +25,7 @@ from harness.errors import INFRA, call_strategy
 from harness.records import Outcome
 from harness.row import Row, read_rows
 from harness.runner.budget import episode_cost
-from harness.serving.model_client import ProviderUnusable
+from harness.serving.faults import ProviderUnusable
 from harness.store import RunStore, redact
 
 RETRIES = "retries.jsonl"
