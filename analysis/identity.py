@@ -42,12 +42,17 @@ class TaskSetsDiffer(ValueError):
 def task_set_id(value) -> str | None:
     """The task file's fingerprint (12 hex digits of tasks_sha256); None when the record has none."""
     if isinstance(value, dict) and value.get("tasks_sha256"):
-        return str(value["tasks_sha256"])[:12]
+        extra = [str(value[k])[:6] for k in PARTS[1:] if value.get(k)]  # a changed policy or db is another set
+        return "/".join([str(value["tasks_sha256"])[:12], *extra])
     return None
 
 
+PARTS = ("tasks_sha256", "split_sha256", "policy_sha256", "db_sha256")  # what makes a task set (WIP, issue 33)
+
+
 def _task_set_name(value) -> str:
-    return f"{value.get('known_as') or 'unknown task file'} (tasks sha256 {task_set_id(value)}…)"
+    prints = ", ".join(f"{k.removesuffix('_sha256')} {str(value[k])[:12]}…" for k in PARTS if value.get(k))
+    return f"{value.get('known_as') or 'unknown task file'} ({prints})"
 
 
 def tag(label: str, text: str) -> str:
