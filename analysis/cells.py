@@ -4,7 +4,7 @@ pooled as extra trials (--pool-runs)."""
 
 from __future__ import annotations
 
-from analysis.identity import short_id, task_set_id
+from analysis.identity import UNKNOWN, short_id, task_set_id
 from harness.assembly.options import DEFAULTS as ASSEMBLY_DEFAULTS  # the settings' one definition (stdlib only)
 
 # Request-assembly settings of a record, read as their defaults for runs made before them (placement's default
@@ -52,6 +52,18 @@ def overlap_message(clashes: dict[tuple[str, str], list[tuple]]) -> str:
                      f"task {task} trial {trial})")
     return ("; ".join(parts) + ": counting them together would add them as extra trials. Give one run per cell, or "
             "pass --pool-runs (make ... POOL=1) to pool them as distinct trials (trial seeds repeat)")
+
+
+def unknown_artifacts(clashes: dict[tuple[str, str], list[tuple]]) -> str | None:
+    """Why runs sharing a cell cannot be pooled when a run did not record which memory artifact it delivered
+    from (two such runs may have used different contents of one path); None when every artifact is known."""
+    at = EPISODE_CELL.index("memory_sha")
+    for (a, b), keys in clashes.items():
+        if keys[0][at] == UNKNOWN:
+            return (f"--pool-runs: {a} and {b} did not record the memory artifact they delivered from (mem unknown: "
+                    f"no config.yaml or manifest.json entry), so they may have used different contents of "
+                    f"{cell_label(keys[0][:-2])}'s memory file: not pooled")
+    return None
 
 
 def pool_runs(rows: list[dict], clashes: dict[tuple[str, str], list[tuple]]) -> list[str]:

@@ -14,13 +14,13 @@ uses it:
   unless `--shared-tasks`, which compares them on the task ids every set has and says so above the output.
 
 The artifact's fingerprint is the one the harness recorded when the job ran (`config.yaml`:
-`jobs.<job>.identity.memory.sha256_16`), else the file's sha256 now, else (the file is gone) its path's.
+`jobs.<job>.identity.memory.sha256_16`, else `manifest.json`: `jobs.<job>.memory`), else `unknown` (labelled
+`[mem unknown]`): never the file's sha256 at analysis time, which may not be what the run delivered.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -32,6 +32,8 @@ from analysis.metrics import CELL  # strategies are compared within one (benchma
 from harness import infra_rates  # `where`: a cell's parts that are set, joined (plain definitions)
 
 CONFIG = "config.yaml"  # the harness's record of each job's identity: jobs.<job>.identity
+MANIFEST = "manifest.json"  # the store's record of each job: jobs.<job>.memory, written when the job starts
+UNKNOWN = "unknown"  # an artifact id the run did not record (older runs copied without config.yaml)
 SHORT = 6  # hex digits of an artifact id in a label
 
 
@@ -39,19 +41,44 @@ class TaskSetsDiffer(ValueError):
     """Strategies of one comparison ran on different task files: their task ids are not the same tasks."""
 
 
+PARTS = ("tasks_sha256", "split_sha256", "policy_sha256", "db_sha256")  # what makes a τ² task set
+WORLD = "world_sha256"  # AppWorld: the world's own fingerprint (its data root), where recorded
+
+
 def task_set_id(value) -> str | None:
-    """The task file's fingerprint (12 hex digits of tasks_sha256); None when the record has none."""
+    """The task set's fingerprint: 12 hex digits of tasks_sha256, then 6 of each other part the record has
+    (split, policy, db, world: a changed policy is another experiment); None when the record has none."""
     if isinstance(value, dict) and value.get("tasks_sha256"):
-        extra = [str(value[k])[:6] for k in PARTS[1:] if value.get(k)]  # a changed policy or db is another set
+        extra = [str(value[k])[:6] for k in (*PARTS[1:], WORLD) if value.get(k)]
         return "/".join([str(value["tasks_sha256"])[:12], *extra])
     return None
 
 
-PARTS = ("tasks_sha256", "split_sha256", "policy_sha256", "db_sha256")  # what makes a task set (WIP, issue 33)
+def _packaged_key(value) -> tuple | None:
+    return (value.get("tau2"), value.get("domain"), value.get("tasks_sha256")) \
+        if isinstance(value, dict) and value.get("source") == "packaged" else None
+
+
+def _filled(column: pd.Series) -> pd.Series:
+    """Records written before the packaged policy and db were fingerprinted lack them; those are fixed by the
+    tau2 package version, so they are read as a newer record's of the same version, domain and task file."""
+    known = {}
+    for value in column:
+        key = _packaged_key(value)
+        if key and value.get("policy_sha256"):
+            known.setdefault(key, {k: value[k] for k in ("policy_sha256", "db_sha256") if value.get(k)})
+    return column.map(lambda v: {**known.get(_packaged_key(v), {}), **v} if _packaged_key(v) else v)
+
+
+def differing(values) -> list[str]:
+    """The parts ('tasks', 'policy', ...) in which task-set fingerprints differ."""
+    dicts = [v for v in values if isinstance(v, dict)]
+    return [k.removesuffix("_sha256") for k in (*PARTS, WORLD) if len({str(d.get(k)) for d in dicts}) > 1]
 
 
 def _task_set_name(value) -> str:
-    prints = ", ".join(f"{k.removesuffix('_sha256')} {str(value[k])[:12]}…" for k in PARTS if value.get(k))
+    prints = ", ".join(f"{k.removesuffix('_sha256')} {str(value[k])[:12]}…" for k in (*PARTS, WORLD)
+                       if value.get(k))
     return f"{value.get('known_as') or 'unknown task file'} ({prints})"
 
 
@@ -75,21 +102,24 @@ def comparable(records: pd.DataFrame, shared: bool = False) -> tuple[pd.DataFram
     (a strategy that ran on several sets becomes a row per set) and a note per such cell {cell key: line}."""
     if records.empty or "task_set" not in records:
         return records, {}
-    ids = records["task_set"].map(task_set_id)
-    frame = records.assign(_set=ids, **({} if "assembly" in records else {"assembly": ""}))
+    filled = _filled(records["task_set"])
+    frame = records.assign(_set=filled.map(task_set_id), _ts=filled,
+                           **({} if "assembly" in records else {"assembly": ""}))
     notes, keep = {}, pd.Series(True, index=records.index)
     labels = records["strategy"].copy()
     for key, g in frame.groupby(CELL, sort=False, dropna=False):
         sets = list(dict.fromkeys(g["_set"].dropna()))
         if len(sets) < 2:
             continue
-        names = {s: _task_set_name(g.loc[g["_set"] == s, "task_set"].iloc[0]) for s in sets}
+        firsts = {s: g.loc[g["_set"] == s, "_ts"].iloc[0] for s in sets}
+        names = {s: _task_set_name(v) for s, v in firsts.items()}
+        what = " and ".join(differing(firsts.values())) or "fingerprint"
         runs = {s: ", ".join(sorted({str(r) for r in g.loc[g["_set"] == s, "run_dir" if "run_dir" in g else "run"]}))
                 for s in sets}
         where = infra_rates.where(key)
         if not shared:
-            raise TaskSetsDiffer(f"{where}: strategies ran on different task sets, so their task ids are not the "
-                                 f"same tasks: " + "; ".join(f"{names[s]} in {runs[s]}" for s in sets)
+            raise TaskSetsDiffer(f"{where}: strategies ran on task sets that differ in {what}, so their runs "
+                                 f"are different experiments: " + "; ".join(f"{names[s]} in {runs[s]}" for s in sets)
                                  + ". Compare runs of one task set, or pass --shared-tasks (make ... SHARED_TASKS=1) "
                                    "to compare them on the task ids both sets have")
         common = set.intersection(*(set(g.loc[g["_set"] == s, "task_id"].astype(str)) for s in sets))
@@ -98,7 +128,8 @@ def comparable(records: pd.DataFrame, shared: bool = False) -> tuple[pd.DataFram
         for strategy in several[several > 1].index:
             rows = g.index[g["strategy"] == strategy]
             labels.loc[rows] = [tag(s, f"tasks {t}") for s, t in zip(g.loc[rows, "strategy"], g.loc[rows, "_set"])]
-        notes[key] = (f"{where}: compared across {len(sets)} task sets ({'; '.join(names.values())}) on the "
+        notes[key] = (f"{where}: compared across {len(sets)} task sets that differ in {what} "
+                      f"({'; '.join(names.values())}) on the "
                       f"{len(common)} task ids they share (--shared-tasks): an id may name a different task in "
                       "each set")
     return records.assign(strategy=labels)[keep], notes
@@ -136,14 +167,6 @@ def job_identities(run_dir: str | Path) -> dict[str, dict]:
     if error:
         raise ValueError(error)
     return jobs
-
-
-@lru_cache(maxsize=256)
-def _sha(path: Path, stamp: tuple[int, int] | None) -> str:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-    except OSError:  # gone: the path itself still tells artifacts apart
-        return "path:" + hashlib.sha256(str(path).encode()).hexdigest()[:11]
 
 
 @lru_cache(maxsize=256)
@@ -185,15 +208,32 @@ def memory_artifact(row: dict) -> tuple[str | None, str | None]:
     path = options.get("playbook") or row.get("memory")
     if not path:
         return None, None
-    recorded = ident.get("memory") or {}
+    recorded = ident.get("memory") or _manifest_memory(row)
     if recorded.get("path") == path and recorded.get("sha256_16"):
         return str(path), str(recorded["sha256_16"])
-    return str(path), _sha(Path(path), _stamp(Path(path)))
+    return str(path), UNKNOWN  # the file now may hold other contents than the run delivered
+
+
+def _manifest_memory(row: dict) -> dict:
+    """The artifact the run's store recorded in manifest.json when the job started ({} for older runs)."""
+    if not row.get("run_dir"):
+        return {}
+    path = Path(row["run_dir"]) / MANIFEST
+    return (_manifest_jobs(path, _stamp(path)).get(str(row.get("job"))) or {}).get("memory") or {}
+
+
+@lru_cache(maxsize=256)
+def _manifest_jobs(path: Path, stamp: tuple[int, int] | None) -> dict[str, dict]:
+    try:
+        jobs = json.loads(path.read_text(encoding="utf-8")).get("jobs") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return {k: v for k, v in jobs.items() if isinstance(v, dict)} if isinstance(jobs, dict) else {}
 
 
 def short_id(sha) -> str:
-    """An artifact's id as labels show it: the first SHORT hex digits of its fingerprint."""
-    return str(sha).replace("path:", "")[:SHORT]
+    """An artifact's id as labels show it: the first SHORT hex digits of its fingerprint, or `unknown`."""
+    return UNKNOWN if sha == UNKNOWN else str(sha).replace("path:", "")[:SHORT]
 
 
 def memory_labels(df: pd.DataFrame) -> pd.Series:
@@ -202,7 +242,7 @@ def memory_labels(df: pd.DataFrame) -> pd.Series:
     if "memory_sha" not in df or df["memory_sha"].isna().all():
         return df["strategy"]
     counts = df.groupby([*CELL, "strategy"], dropna=False)["memory_sha"].transform("nunique")
-    several = (counts > 1) & df["memory_sha"].notna()
+    several = ((counts > 1) | (df["memory_sha"] == UNKNOWN)) & df["memory_sha"].notna()
     return df["strategy"].where(~several, [tag(s, f"mem {short_id(m)}") for s, m in zip(df["strategy"],
                                                                                           df["memory_sha"])])
 
@@ -211,11 +251,12 @@ def memory_lines(df: pd.DataFrame) -> list[str]:
     """'mem 3fa2c1 = strategies/samples/tau2_sample.jsonl (unknown provenance)', for each id a label shows."""
     if "memory_sha" not in df:
         return []
-    shown = df[df["strategy"].astype(str).str.contains(r"\bmem [0-9a-f]", regex=True)]
+    shown = df[df["strategy"].astype(str).str.contains(r"\bmem (?:[0-9a-f]|unknown)", regex=True)]
     provenance = shown["memory_provenance"] if "memory_provenance" in shown else pd.Series(None, index=shown.index)
     lines: list[str] = []
     for sha, path, prov in zip(shown["memory_sha"], shown["memory_artifact"], provenance):
-        line = f"mem {short_id(sha)} = {path}" + (f" ({prov})" if isinstance(prov, str) else "")
+        line = f"mem {short_id(sha)} = {path}" + (f" ({prov})" if isinstance(prov, str) else "") + \
+            (": the run recorded no fingerprint of what it delivered" if sha == UNKNOWN else "")
         if line not in lines:
             lines.append(line)
     return lines

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
-from analysis.cells import ASSEMBLY_FIELDS, overlap_message, pool_runs, run_overlaps
+from analysis.cells import ASSEMBLY_FIELDS, overlap_message, pool_runs, run_overlaps, unknown_artifacts
 from analysis.identity import artifact_meta, checked, memory_artifact, memory_labels
 from analysis.corruption import corruption_labels
 from harness.row import RESULTS, read_rows  # the row of results.jsonl and its one reader (plain definitions)
@@ -111,6 +111,8 @@ def load_records(paths: Iterable[str | Path], warn: Callable[[str], None] | None
         clashes = run_overlaps(rows)
         if clashes and overlap == "refuse":
             raise RunsOverlap(overlap_message(clashes))
+        if unknown := unknown_artifacts(clashes):
+            raise RunsOverlap(unknown)
         for line in pool_runs(rows, clashes):
             warn(line)
     df = pd.DataFrame(rows)

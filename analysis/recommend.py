@@ -92,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     for line in identity.memory_lines(records):
         print(f"Memory: {line}")
     for rec in recs:  # one sentence a paragraph, wrapped for a terminal
-        print("\n".join(textwrap.fill(line, 110, subsequent_indent="  ") for line in rec.sentences) + "\n")
+        print("\n".join(textwrap.fill(line, 110, subsequent_indent="  ", break_on_hyphens=False)
+                        for line in rec.sentences) + "\n")
     return 0
 
 

@@ -11,13 +11,19 @@ import json
 
 import pandas as pd
 
+from analysis.identity import differing
 
-def _task_set_label(value) -> str:
+
+def _task_set_label(value, differ: tuple[str, ...] = ()) -> str:
+    """The set's name and fingerprints; `differ`: the other parts (policy, db) that differ between the labels
+    shown together, printed too."""
     if not isinstance(value, dict):
         return "task set not recorded"
     sha = str(value.get("tasks_sha256", ""))[:12]
     name = value.get("known_as") or "unknown task file"
-    return f"{name} (tasks sha256 {sha}…, split {str(value.get('split_sha256', ''))[:12]}…, " \
+    more = "".join(f", {part} sha256 {str(value.get(part + '_sha256') or '?')[:12]}…" for part in differ
+                   if part not in ("tasks", "split"))
+    return f"{name} (tasks sha256 {sha}…, split {str(value.get('split_sha256', ''))[:12]}…{more}, " \
            f"source {value.get('source')}, tau2 {value.get('tau2')})"
 
 
@@ -30,9 +36,11 @@ def _tau2(records: pd.DataFrame) -> pd.DataFrame:
 def labels(records: pd.DataFrame) -> list[str]:
     """'tau2_airline/test model=…: <task set>; user simulator …; agent …; judge …', one per distinct setup."""
     lines = []
-    for _, r in _tau2(records).iterrows():
+    tau2 = _tau2(records)
+    differ = tuple(differing(tau2["task_set"])) if "task_set" in tau2 else ()
+    for _, r in tau2.iterrows():
         task_set = r.get("task_set")
-        parts = [_task_set_label(task_set), f"user simulator {r.get('user_model') or '?'}"]
+        parts = [_task_set_label(task_set, differ), f"user simulator {r.get('user_model') or '?'}"]
         if isinstance(r.get("agent"), str):
             parts.append(f"agent {r['agent']}")
         if isinstance(r.get("judge_model"), str):

@@ -18,6 +18,7 @@ from analysis.noise_floor import main as noise_floor_main
 from analysis.power import main as power_main
 from analysis.recommend import main as recommend_main
 from analysis.table import main as table_main
+from harness.runner.job import file_digest
 from analysis.tables import main as tables_main
 
 V020 = {"known_as": "tau2-bench v0.2.0 retail", "tasks_sha256": "40d692b3fca7" + "0" * 52, "source": "packaged"}
@@ -33,8 +34,12 @@ def rec(strategy: str, task: int, trial: int, success: bool, **extra) -> dict:
 
 
 def write_run(path: Path, rows: list[dict]) -> Path:
+    """results.jsonl, and manifest.json's record of each job's memory artifact as the store writes it."""
     path.mkdir(parents=True, exist_ok=True)
     (path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    jobs = {r["job"]: {"memory": {"path": r["memory"], "sha256_16": file_digest(r["memory"])}}
+            for r in rows if r.get("memory")}
+    (path / "manifest.json").write_text(json.dumps({"jobs": jobs}))
     return path
 
 
@@ -72,7 +77,7 @@ def test_a_comparison_across_task_sets_exits_2_naming_both_unless_shared_tasks(t
     assert tables_main([str(a), str(b), "--no-plots", "--out", str(tmp_path / "o")]) == 2
     assert not (tmp_path / "o").exists()
     assert recommend_main([str(a), str(b), "--shared-tasks"]) == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # unwrapped
     assert "on the 20 task ids they share (--shared-tasks)" in out and "rests on 20 tasks x 1 trial" in out
 
 
@@ -85,12 +90,20 @@ def test_a_rewritten_run_config_or_artifact_is_read_anew_in_one_process(tmp_path
     assert identity.job_identities(run)["j"]["memory"]["sha256_16"] == "1111"
     (run / "config.yaml").write_text("jobs:\n  j: {identity: {memory: {path: a, sha256_16: '22222222'}}}\n")
     assert identity.job_identities(run)["j"]["memory"]["sha256_16"] == "22222222"
-    row = {"strategy": "full", "memory": str(artifact), "memory_provenance": "unknown provenance"}
+    row = {"strategy": "full", "memory": str(artifact), "memory_provenance": "unknown provenance", "job": "k",
+           "run_dir": str(run)}
+    manifest = {"jobs": {"k": {"memory": {"path": str(artifact), "sha256_16": "aaaa"}}}}
+    (run / "manifest.json").write_text(json.dumps(manifest))
     artifact.write_text('{"_meta": {"kind": "sample"}}\n')
     before = identity.memory_artifact(row)[1], identity.artifact_meta(artifact)
+    manifest["jobs"]["k"]["memory"]["sha256_16"] = "bbbbbb"
+    (run / "manifest.json").write_text(json.dumps(manifest))
     artifact.write_text('{"_meta": {"kind": "simulated", "corrupted": {"kind": "stale"}}}\n{"id": "g1"}\n')
     after = identity.memory_artifact(row)[1], identity.artifact_meta(artifact)
-    assert before[0] != after[0] and before[1] == {"kind": "sample"} and after[1]["corrupted"] == {"kind": "stale"}
+    assert before == ("aaaa", {"kind": "sample"})
+    assert after[0] == "bbbbbb" and after[1]["corrupted"] == {"kind": "stale"}
+    # a run that recorded nothing is `unknown`, whatever the file holds now
+    assert identity.memory_artifact({**row, "run_dir": str(tmp_path / "elsewhere")})[1] == identity.UNKNOWN
 
 
 def test_the_header_states_the_paired_size_and_margin_talk_needs_the_test():

@@ -126,7 +126,11 @@ class RunStore:
             manifest.setdefault("created", now_iso())
             manifest["packages"] = package_versions()
             manifest["git"] = git_state()
-            manifest.setdefault("jobs", {}).setdefault(job_key, {})["started"] = now_iso()
+            job = manifest.setdefault("jobs", {}).setdefault(job_key, {})
+            job["started"] = now_iso()
+            # the artifact the job delivers from, as it was when the job started: analysis reads it from here when
+            # config.yaml is gone, never the file's hash at analysis time
+            job["memory"] = safe_identity.get("memory")
             manifest["jobs"][job_key].pop("ended", None)
             self._write_manifest(manifest)
 

