@@ -242,21 +242,24 @@ def memory_labels(df: pd.DataFrame) -> pd.Series:
     if "memory_sha" not in df or df["memory_sha"].isna().all():
         return df["strategy"]
     counts = df.groupby([*CELL, "strategy"], dropna=False)["memory_sha"].transform("nunique")
-    several = ((counts > 1) | (df["memory_sha"] == UNKNOWN)) & df["memory_sha"].notna()
+    several = (counts > 1) & df["memory_sha"].notna()
     return df["strategy"].where(~several, [tag(s, f"mem {short_id(m)}") for s, m in zip(df["strategy"],
                                                                                           df["memory_sha"])])
 
 
 def memory_lines(df: pd.DataFrame) -> list[str]:
-    """'mem 3fa2c1 = strategies/samples/tau2_sample.jsonl (unknown provenance)', for each id a label shows."""
+    """'mem 3fa2c1 = strategies/samples/tau2_sample.jsonl (unknown provenance)', for each id a label shows, and
+    a line for each artifact a run did not record ('mem unknown = ...'), labelled or not."""
     if "memory_sha" not in df:
         return []
-    shown = df[df["strategy"].astype(str).str.contains(r"\bmem (?:[0-9a-f]|unknown)", regex=True)]
+    labelled = df["strategy"].astype(str).str.contains(r"\bmem (?:[0-9a-f]|unknown)", regex=True)
+    shown = df[labelled | (df["memory_sha"] == UNKNOWN)]
     provenance = shown["memory_provenance"] if "memory_provenance" in shown else pd.Series(None, index=shown.index)
     lines: list[str] = []
     for sha, path, prov in zip(shown["memory_sha"], shown["memory_artifact"], provenance):
         line = f"mem {short_id(sha)} = {path}" + (f" ({prov})" if isinstance(prov, str) else "") + \
-            (": the run recorded no fingerprint of what it delivered" if sha == UNKNOWN else "")
+            (": the run recorded no fingerprint of what it delivered (no config.yaml or manifest.json entry)"
+             if sha == UNKNOWN else "")
         if line not in lines:
             lines.append(line)
     return lines

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from analysis.load import family, load_records
+from harness.runner.job import file_digest
 from strategies import Guideline, save_memory
 
 
@@ -24,9 +25,13 @@ def test_each_consolidation_mode_is_its_own_row(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    jobs = {r["job"]: {"memory": {"path": r["memory"], "sha256_16": file_digest(r["memory"])}} for r in rows}
+    (run / "manifest.json").write_text(json.dumps({"jobs": jobs}))  # what the store records when a job starts
     labels = dict(zip(*load_records([run])[["job", "strategy"]].values.T))
-    # three artifacts with the default consolidation: each its own row, told apart by its artifact id
+    # three artifacts with the default consolidation: each its own row, told apart by its artifact id (the one
+    # whose file was already gone when it ran recorded none: `mem unknown`)
     plain = {k: labels.pop(k) for k in ("lossless", "old", "gone")}
     assert labels == {"lossy": "full [lossy, target 8]", "kept": "full [no consolidation]", "base": "none"}
     assert len(set(plain.values())) == 3 and all(v.startswith("full [mem ") for v in plain.values())
+    assert plain["gone"] == "full [mem unknown]"
     assert family(labels["lossy"]) == "full"

@@ -82,7 +82,7 @@ def test_each_run_names_the_artifact_it_used_or_mem_unknown_and_pooling_refuses_
     old_a, old_b = (_copied_without_config(r, tmp_path / "old" / r.name, manifest=False) for r in (first, second))
     assert table_main([str(old_a)]) == 0
     out = capsys.readouterr().out
-    assert "mem unknown" in out and f"mem {now}" not in out
+    assert f"Memory: mem unknown = {memory}" in out and f"mem {now}" not in out
     assert table_main([str(old_a), str(old_b), "--pool-runs"]) == 2
     err = capsys.readouterr().err
     assert "mem unknown" in err and "not pooled" in err
