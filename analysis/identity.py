@@ -62,7 +62,7 @@ def _packaged_key(value) -> tuple | None:
 def _filled(column: pd.Series) -> pd.Series:
     """Records written before the packaged policy and db were fingerprinted lack them; those are fixed by the
     tau2 package version, so they are read as a newer record's of the same version, domain and task file."""
-    known = {}
+    known: dict[tuple, dict] = {}
     for value in column:
         key = _packaged_key(value)
         if key and value.get("policy_sha256"):
