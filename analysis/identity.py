@@ -62,12 +62,12 @@ def _packaged_key(value) -> tuple | None:
 def _filled(column: pd.Series) -> pd.Series:
     """Records written before the packaged policy and db were fingerprinted lack them; those are fixed by the
     tau2 package version, so they are read as a newer record's of the same version, domain and task file."""
-    known: dict[tuple, dict] = {}
+    known: dict[tuple | None, dict] = {None: {}}
     for value in column:
         key = _packaged_key(value)
         if key and value.get("policy_sha256"):
             known.setdefault(key, {k: value[k] for k in ("policy_sha256", "db_sha256") if value.get(k)})
-    return column.map(lambda v: {**known.get(_packaged_key(v), {}), **v} if _packaged_key(v) else v)
+    return column.map(lambda v: {**known.get(_packaged_key(v), {}), **v} if isinstance(v, dict) else v)
 
 
 def differing(values) -> list[str]:
