@@ -133,7 +133,7 @@ def decide(key: tuple[str, str, str, str], cell: pd.DataFrame, k: int = 1, by: s
     rec.unpriced = [s for s in rec.candidates if s not in priced]
     if not priced:
         rec.choice = rec.candidates[0]
-        say(f"No qualifying strategy has a {by} figure, so none can be ranked on price; the qualifying strategy "
+        say(f"No qualifying strategy has a {by} figure, so no strategy can be ranked on price; the qualifying strategy "
             f"with the best {label}, {rec.choice}, stands" + (" (try --by tokens)." if by == "cost" else "."))
         return rec
     rec.choice = min(priced, key=lambda s: (prices[s][0], -arms[s].rate))
@@ -169,12 +169,15 @@ def _recommended(rec: Recommendation, row: pd.Series, prices: dict, by: str) -> 
     total, base, build = prices[rec.choice]
     one_off = row.get("build_tokens") if by == "tokens" else row.get("build_cost_usd")
     n = row.get("amortised_over")
-    among = "among the priced ones " if rec.unpriced else ""
+    shown, n_priced = len(rec.candidates), len(rec.candidates) - len(rec.unpriced)
+    why = ("the only strategy" if shown == 1 else f"the cheapest of {shown}" if not rec.unpriced else
+           f"the only priced one of {shown}" if n_priced == 1 else
+           f"the cheapest of the {n_priced} priced ones of {shown}")
     build_text = ("its build cost is unknown and not included" if math.isnan(build) else
                   f"+ {_money(one_off, by)} one-off amortised over "
                   f"{'?' if fmt.missing(n) else f'{int(n):,}'} task runs")
     rec.sentences.append(
-        f"Recommended: {rec.choice}, the cheapest strategy {among}shown to be non-inferior at margin "
+        f"Recommended: {rec.choice}, {why} shown non-inferior at margin "
         f"{rec.margin_pts:g} points (at most {rec.margin_pts:g} points below every other): {_money(total, by)} per "
         f"task{'' if math.isnan(build) else ' including its build'} ({_money(base, by)} to run, as the tables "
         f"print it; {build_text}), so {_money(1000 * total, by)} per 1,000 tasks.")
@@ -215,11 +218,11 @@ def _no_decision(rec: Recommendation, arms: dict, groups: dict, metric: dict, k:
     say = rec.sentences.append
     if n_tasks < MIN_TASKS:
         say(f"No decision yet: the strategies share {n_tasks} paired tasks, fewer than the {MIN_TASKS} a decision "
-            "needs (a handful of tasks near the ceiling or the floor looks certain when it is not), so none is "
-            "recommended.")
+            "needs (a handful of tasks near the ceiling or the floor looks certain when it is not), so no "
+            "strategy is recommended.")
     else:
         say(f"No decision yet: no strategy is shown to be within {rec.margin_pts:g} points of every other at "
-            f"{n_tasks} tasks x {_trials(trials)}, so none is recommended.")
+            f"{n_tasks} tasks x {_trials(trials)}, so no strategy is recommended.")
     plans = _plans(arms, groups, metric, k, trials, rec.margin_pts / 100, alpha) if n_tasks else []
     if not plans:
         say("These tasks cannot size it (no task that every strategy ran, or every strategy observed at least the "

@@ -135,7 +135,7 @@ def test_an_unpriced_arm_is_never_called_the_cheapest():
     [r] = recommend.recommend(rows, by="cost", delta_pts=30)
     text = " ".join(r.sentences)
     assert set(r.candidates) == {"none", "full"} and r.choice == "none" and r.unpriced == ["full"]
-    assert "the cheapest strategy among the priced ones" in text
+    assert "Recommended: none, the only priced one of 2 shown non-inferior" in text
     assert "Not ranked on price: full (USD not reported on 2 of 160 records)" in text
 
 
