@@ -133,17 +133,18 @@ def decide(key: tuple[str, str, str, str], cell: pd.DataFrame, k: int = 1, by: s
     rec.unpriced = [s for s in rec.candidates if s not in priced]
     if not priced:
         rec.choice = rec.candidates[0]
-        say(f"No qualifying strategy has a {by} figure, so none can be ranked on price; the qualifying strategy "
-            f"with the best {label}, {rec.choice}, stands" + (" (try --by tokens)." if by == "cost" else "."))
+        say(f"No qualifying strategy has a {by} figure, so no strategy can be ranked on price; the qualifying strategy "
+            f"with the best {label}, `{rec.choice}`, stands" + (" (try --by tokens)." if by == "cost" else "."))
         return rec
     rec.choice = min(priced, key=lambda s: (prices[s][0], -arms[s].rate))
     _recommended(rec, table.loc[rec.choice], prices, by)
     for s in rec.unpriced:
-        say(f"Not ranked on price: {s} ({by if by == 'tokens' else 'USD'} not reported on "
-            f"{_unknown_records(groups[s], by)} of {len(groups[s])} records), so it may be cheaper than {rec.choice}.")
+        say(f"Not ranked on price: `{s}` ({by if by == 'tokens' else 'USD'} not reported on "
+            f"{_unknown_records(groups[s], by)} of {len(groups[s])} records), so it may be cheaper than "
+            f"`{rec.choice}`.")
     if rec.choice != rec.best:
         q = next(q for q in arms[rec.choice].pairs if q.other == rec.best)
-        say(f"{rec.choice} is {100 * q.diff:+.1f} points from the best observed, {rec.best}, on these {q.n} paired "
+        say(f"`{rec.choice}` is {100 * q.diff:+.1f} points from the best observed, `{rec.best}`, on these {q.n} paired "
             f"tasks; the test showed it at most {delta_pts:g} points below (95% lower bound {100 * q.lower:+.1f} > "
             f"-{delta_pts:g}).")
     return rec
@@ -152,7 +153,7 @@ def decide(key: tuple[str, str, str, str], cell: pd.DataFrame, k: int = 1, by: s
 def _header(key: tuple, whole: dict, groups: dict, n_tasks: int, trials: int, label: str, delta_pts: float,
             alpha: float, k_arms: int, by: str) -> str:
     setting = f" ({key[3]})" if key[3] else ""
-    left = [f"{s}'s {len(whole[s]) - len(groups[s])}" for s in whole if len(whole[s]) > len(groups[s])]
+    left = [f"`{s}`'s {len(whole[s]) - len(groups[s])}" for s in whole if len(whole[s]) > len(groups[s])]
     left_out = (f" (left out: {', '.join(left)} other episode(s), which not every strategy ran)" if left else "")
     priced = ("tokens per task (the agent's calls and the strategy's own; the user simulator's and judge's are "
               "not counted)" if by == "tokens" else
@@ -169,12 +170,15 @@ def _recommended(rec: Recommendation, row: pd.Series, prices: dict, by: str) -> 
     total, base, build = prices[rec.choice]
     one_off = row.get("build_tokens") if by == "tokens" else row.get("build_cost_usd")
     n = row.get("amortised_over")
-    among = "among the priced ones " if rec.unpriced else ""
+    shown, n_priced = len(rec.candidates), len(rec.candidates) - len(rec.unpriced)
+    why = ("the only strategy" if shown == 1 else f"the cheapest of {shown}" if not rec.unpriced else
+           f"the only priced one of {shown}" if n_priced == 1 else
+           f"the cheapest of the {n_priced} priced ones of {shown}")
     build_text = ("its build cost is unknown and not included" if math.isnan(build) else
                   f"+ {_money(one_off, by)} one-off amortised over "
                   f"{'?' if fmt.missing(n) else f'{int(n):,}'} task runs")
     rec.sentences.append(
-        f"Recommended: {rec.choice}, the cheapest strategy {among}shown to be non-inferior at margin "
+        f"Recommended: {rec.choice}, {why} shown non-inferior at margin "
         f"{rec.margin_pts:g} points (at most {rec.margin_pts:g} points below every other): {_money(total, by)} per "
         f"task{'' if math.isnan(build) else ' including its build'} ({_money(base, by)} to run, as the tables "
         f"print it; {build_text}), so {_money(1000 * total, by)} per 1,000 tasks.")
@@ -184,7 +188,7 @@ def _recommended(rec: Recommendation, row: pd.Series, prices: dict, by: str) -> 
                  if not fmt.missing(row.get(col)) and row.get(col)]
         own = row.get("strategy_tokens/task") or 0
         if apart or own:
-            rec.sentences.append(f"Tokens per task counted for {rec.choice}: agent {row.get('tokens/task'):,.0f} + "
+            rec.sentences.append(f"Tokens per task counted for `{rec.choice}`: agent {row.get('tokens/task'):,.0f} + "
                                  f"the strategy's own calls {own:,.0f}" + (f"; not counted: {', '.join(apart)}."
                                                                            if apart else "."))
 
@@ -194,12 +198,12 @@ def _verdict(arm: noninferiority.Arm, delta_pts: float) -> str:
     if q is None:
         return f"{arm.strategy}: the only strategy in this cell."
     if q.too_few:
-        return (f"{arm.strategy}: not tested (its comparison with {q.other} rests on {q.n} paired tasks, fewer than "
+        return (f"{arm.strategy}: not tested (its comparison with `{q.other}` rests on {q.n} paired tasks, fewer than "
                 f"the {MIN_TASKS} a decision needs).")
     p = fmt.pvalue(arm.p_holm)
     p = p.replace("<", "< ") if p.startswith("<") else "= " + p
     lower = "-inf" if math.isinf(q.lower) else f"{100 * q.lower:+.1f}"
-    against = f"closest call vs {q.other}: {100 * q.diff:+.1f} pts, 95% lower bound {lower}"
+    against = f"closest call vs `{q.other}`: {100 * q.diff:+.1f} pts, 95% lower bound {lower}"
     floor = ("; the tasks' differences barely varied, so the bound uses the least spread 0/1 outcomes allow"
              if q.floored else "")
     if arm.shown:
@@ -215,11 +219,11 @@ def _no_decision(rec: Recommendation, arms: dict, groups: dict, metric: dict, k:
     say = rec.sentences.append
     if n_tasks < MIN_TASKS:
         say(f"No decision yet: the strategies share {n_tasks} paired tasks, fewer than the {MIN_TASKS} a decision "
-            "needs (a handful of tasks near the ceiling or the floor looks certain when it is not), so none is "
-            "recommended.")
+            "needs (a handful of tasks near the ceiling or the floor looks certain when it is not), so no "
+            "strategy is recommended.")
     else:
         say(f"No decision yet: no strategy is shown to be within {rec.margin_pts:g} points of every other at "
-            f"{n_tasks} tasks x {_trials(trials)}, so none is recommended.")
+            f"{n_tasks} tasks x {_trials(trials)}, so no strategy is recommended.")
     plans = _plans(arms, groups, metric, k, trials, rec.margin_pts / 100, alpha) if n_tasks else []
     if not plans:
         say("These tasks cannot size it (no task that every strategy ran, or every strategy observed at least the "
@@ -232,11 +236,11 @@ def _no_decision(rec: Recommendation, arms: dict, groups: dict, metric: dict, k:
         top = "unbounded" if math.isinf(hi) else f"{int(hi):,}"
         spread = "" if lo == hi == need else f"; a bootstrap over these tasks gives {int(lo):,}-{top}"
         say(f"To settle it at {_trials(t)}: about {int(need):,} tasks in all ({more:,} more than now{spread}) "
-            f"would show whether {s} is within the margin, if the observed differences hold "
+            f"would show whether `{s}` is within the margin, if the observed differences hold "
             f"(80% power; new tasks, so the between-task spread counts)." if math.isfinite(lo) else
             f"To settle it at {_trials(t)}: about {int(need):,} tasks in all ({more:,} more than now; but most "
             f"bootstrap draws over these tasks see no room within the margin, so treat it as a floor) would show "
-            f"whether {s} is within the margin, if the observed differences hold (80% power).")
+            f"whether `{s}` is within the margin, if the observed differences hold (80% power).")
 
 
 def _plans(arms: dict, groups: dict, metric: dict, k: int, trials: int, margin: float, alpha: float) -> list:

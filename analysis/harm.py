@@ -192,6 +192,6 @@ def recommend_line(cell: pd.DataFrame, choice: str | None, exclude: tuple[str, .
     e = compare(ok[ok["strategy"] == choice], ok[ok["strategy"] == BASELINE], strategy=choice)
     if not e.harmed:
         return None
-    return (f"Harm: {choice} harmed {len(e.harmed)} of {e.tasks} tasks that none solved ({', '.join(e.harmed)}), "
+    return (f"Harm: `{choice}` harmed {len(e.harmed)} of {e.tasks} tasks that `none` solved ({', '.join(e.harmed)}), "
             f"by the per-task rule of docs/robustness.md; trial noise alone would list about {e.chance:.1f} at "
             f"{e.trials} trials. Its mean hides them: look at them (make tables: task_effects.md) before deploying.")

@@ -3,7 +3,8 @@
 Per (benchmark, split, model): on the tasks x trials every strategy ran (paired; the size is printed), a strategy
 qualifies when it is *shown* to be at most DELTA points below every other strategy on the ranked metric (success
 or Pass^K), by one-sided task-paired tests valid for 0/1 outcomes, Holm-corrected over the strategies
-(analysis.noninferiority), on at least 20 paired tasks. The recommendation is the cheapest qualifying strategy, by
+(analysis.noninferiority), on at least 20 paired tasks. The recommendation is the cheapest qualifying strategy
+(its sentence says why: "the only strategy shown non-inferior", or "the cheapest of N shown non-inferior"), by
 tokens (the agent's and the strategy's own calls) or by cost per task (the tables' USD: every role), with the
 one-off cost of building its memory amortised in (analysis.build_cost); a strategy whose price is unknown is
 named, never called the cheapest. When no strategy qualifies the answer is "No decision yet", never a strategy

@@ -111,7 +111,7 @@ def test_the_header_states_the_paired_size_and_margin_talk_needs_the_test():
     rows = drawn("none", 40, 2, 0.5, 1) + drawn("full", 10, 1, 0.9, 2)
     [r] = recommend.recommend(pd.DataFrame(rows).assign(run_dir="nowhere"))
     text = "\n".join(r.sentences)
-    assert "rests on 10 tasks x 1 trial that every strategy ran" in text and "none's 70 other episode" in text
+    assert "rests on 10 tasks x 1 trial that every strategy ran" in text and "`none`'s 70 other episode" in text
     assert (r.paired_tasks, r.paired_trials) == (10, 1) and not r.decided
     assert "within the margin you set" not in text
 
@@ -148,8 +148,8 @@ def test_an_unpriced_arm_is_never_called_the_cheapest():
     [r] = recommend.recommend(rows, by="cost", delta_pts=30)
     text = " ".join(r.sentences)
     assert set(r.candidates) == {"none", "full"} and r.choice == "none" and r.unpriced == ["full"]
-    assert "the cheapest strategy among the priced ones" in text
-    assert "Not ranked on price: full (USD not reported on 2 of 160 records)" in text
+    assert "Recommended: none, the only priced one of 2 shown non-inferior" in text
+    assert "Not ranked on price: `full` (USD not reported on 2 of 160 records)" in text
 
 
 def test_by_tokens_counts_the_strategys_own_calls_and_names_the_roles():

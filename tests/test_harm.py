@@ -150,7 +150,7 @@ def test_recommend_names_the_tasks_its_choice_harmed():
     [rec] = recommend(pd.DataFrame(rows).assign(assembly=""))
     assert rec.choice == "full"
     [line] = [s for s in rec.sentences if s.startswith("Harm:")]
-    assert "full harmed 2 of 40 tasks that none solved (18, 19)" in line
+    assert "`full` harmed 2 of 40 tasks that `none` solved (18, 19)" in line
     rows = [r | {"success": True} if r["strategy"] == "full" else r for r in rows]  # harms nothing: no sentence
     [rec] = recommend(pd.DataFrame(rows).assign(assembly=""))
     assert rec.choice == "full" and not any(s.startswith("Harm:") for s in rec.sentences)

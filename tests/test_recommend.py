@@ -117,7 +117,7 @@ def test_build_cost_from_build_json_ace_history_and_online_history(tmp_path):
 def test_unpriced_runs_name_the_best_qualifying_and_say_why(artifact):
     [rec] = recommend.recommend(_records(artifact, "strong"), by="cost")  # simulated records carry no cost
     assert rec.choice == "full"
-    assert any("none can be ranked on price" in s for s in rec.sentences)
+    assert any("no strategy can be ranked on price" in s for s in rec.sentences)
 
 
 def test_by_cost_prices_every_role_as_the_tables_do(artifact):
