@@ -13,6 +13,11 @@ repetition noise (tau2-bench issue 540). This measures it from the run itself:
   variants `aa_seed=<seed>`). The observed difference of the two runs, paired on task and trial, beside the
   power module's prediction for a rerun of the same tasks: ±1.96 x sqrt(within / (m n)) (analysis.power:
   `within` = the variance of one trial's difference, estimated from the two runs) and its minimum detectable Δ.
+* **Task flip rate** (both): the share of tasks whose verdict differs between the two halves (the two seeds'
+  runs, or a run's first half of trials against the rest). A task's verdict in a half is its success, or, with
+  several trials in that half, whether its mean success is >= 0.5. tau2-bench's users report 33–55 % of tasks
+  flipping between identical runs (issue 540); with one trial per half and success probability p a task flips by
+  chance with probability 2p(1-p) (0.5 at p = 0.5).
 """
 
 from __future__ import annotations
@@ -49,6 +54,33 @@ def outcomes(df: pd.DataFrame) -> np.ndarray:
     return np.array([g["success"].astype(float).to_numpy()[:m] for _, g in df.groupby("task_id")])
 
 
+def flip_rate(first: np.ndarray, second: np.ndarray) -> float:
+    """Share of tasks whose verdict differs between two halves: tasks x trials 0/1 matrices (rows = the same
+    tasks); a task's verdict in a half = its mean success over that half's trials >= 0.5 (one trial: its success)."""
+    first, second = np.asarray(first, float), np.asarray(second, float)
+    if first.ndim == 1:
+        first, second = first[:, None], second[:, None]
+    if not len(first):
+        return float("nan")
+    return float(np.mean((first.mean(axis=1) >= 0.5) != (second.mean(axis=1) >= 0.5)))
+
+
+def pair_flip_rate(a: pd.DataFrame, b: pd.DataFrame) -> float:
+    """flip_rate of two runs' records on their shared tasks, each task's first m trials (m = the fewest in either)."""
+    shared = set(a["task_id"].astype(str)) & set(b["task_id"].astype(str))
+    xa, xb = (outcomes(r[r["task_id"].astype(str).isin(shared)]) for r in (a, b))
+    if xa.size == 0 or xb.size == 0:
+        return float("nan")
+    m = min(xa.shape[1], xb.shape[1])
+    return flip_rate(xa[:, :m], xb[:, :m])
+
+
+def flip_line(rate: float, tasks: int, half: str) -> str:
+    """'task flip rate: X% of T tasks change verdict between the halves (h trials each; ...)'."""
+    return (f"task flip rate: {100 * rate:.1f}% of {tasks} tasks change verdict between the halves ({half} trials; "
+            "verdict = success, or mean >= 0.5 over a half's trials; tau2-bench issue 540: 33-55%)")
+
+
 def aa_spread(df: pd.DataFrame, n_splits: int = N_SPLITS, seed: int = SEED) -> dict:
     """One cell's A/A figures (points): observed (first half vs second), spread_half (95 % of |difference| over
     random splits, halves of a and b trials), spread (scaled to the cell's m trials per side); empty when m < 2."""
@@ -65,7 +97,8 @@ def aa_spread(df: pd.DataFrame, n_splits: int = N_SPLITS, seed: int = SEED) -> d
     half = float(np.quantile(np.abs(diffs), 0.95))
     scale = math.sqrt((2 / m) / (1 / a + 1 / b))
     return {"aa_tasks": tasks, "aa_trials": m, "aa_half": f"{a}+{b}", "aa_observed_pts": 100 * float(observed.mean()),
-            "aa_spread_half_pts": 100 * half, "aa_spread_pts": 100 * half * scale}
+            "aa_spread_half_pts": 100 * half, "aa_spread_pts": 100 * half * scale,
+            "aa_flip_rate": flip_rate(x[:, :a], x[:, a:])}
 
 
 def per_cell(records: pd.DataFrame, exclude: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -76,7 +109,7 @@ def per_cell(records: pd.DataFrame, exclude: tuple[str, ...] = ()) -> pd.DataFra
         if figures:
             rows.append({**dict(zip(GROUP, key)), **figures})
     return pd.DataFrame(rows, columns=[*GROUP, "aa_tasks", "aa_trials", "aa_half", "aa_observed_pts",
-                                       "aa_spread_half_pts", "aa_spread_pts"])
+                                       "aa_spread_half_pts", "aa_spread_pts", "aa_flip_rate"])
 
 
 def add_aa(summary: pd.DataFrame, records: pd.DataFrame, exclude: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -108,7 +141,8 @@ def experiment_pairs(records: pd.DataFrame, exclude: tuple[str, ...] = ()) -> pd
             predicted = 1.96 * math.sqrt(v.within / (v.m * v.n)) if v.split and v.n else float("nan")
             rows.append({**dict(zip(CELL, key)), "strategy": name, "a": labels[0], "b": labels[1], "tasks": v.n,
                          "trials": v.m, "observed_pts": 100 * v.delta, "predicted_95_pts": 100 * predicted,
-                         "MDΔ_pts": 100 * v.mdd(), "within_prediction": bool(abs(v.delta) <= predicted)
+                         "MDΔ_pts": 100 * v.mdd(), "flip_rate": pair_flip_rate(a, b),
+                         "within_prediction": bool(abs(v.delta) <= predicted)
                          if not math.isnan(predicted) else None})
     return pd.DataFrame(rows)
 
@@ -134,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{fmt.model_label(row['model'])} {row['strategy']}: {sentence(row)}; its own halves "
               f"({row['aa_half']} trials) differ by {row['aa_observed_pts']:+.1f} points (95% at that size: "
               f"±{row['aa_spread_half_pts']:.1f})")
+        print(fmt.wrap("  " + flip_line(row["aa_flip_rate"], int(row["aa_tasks"]), row["aa_half"]), "    "))
     pairs = experiment_pairs(records)
     if not pairs.empty:
         shown = pairs.assign(**{c: pairs[c].map(lambda v: f"{v:+.1f}") for c in ("observed_pts",)},
@@ -141,7 +176,13 @@ def main(argv: list[str] | None = None) -> int:
         shown["model"] = shown["model"].map(fmt.model_label)
         print("\nA/A experiment (the same cell, two seeds; paired on task and trial; predicted = ±1.96 x the "
               "power module's rerun spread sqrt(within / (trials x tasks))):")
+        shown = shown.drop(columns=["flip_rate"])
+        shown["within_prediction"] = shown["within_prediction"].map(lambda v: "-" if v is None else v)  # 1 trial
         print(fmt.plain(shown.drop(columns=[c for c in ("benchmark", "split", "assembly") if shown[c].nunique() <= 1])))
+        for _, pair in pairs.iterrows():
+            half = f"{int(pair['trials'])}+{int(pair['trials'])}"
+            print(fmt.wrap(f"{pair['a']} vs {pair['b']}: {flip_line(pair['flip_rate'], int(pair['tasks']), half)}",
+                           "  "))
     return 0
 
 
