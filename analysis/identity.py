@@ -59,15 +59,16 @@ def _packaged_key(value) -> tuple | None:
         if isinstance(value, dict) and value.get("source") == "packaged" else None
 
 
-def _filled(column: pd.Series) -> pd.Series:
+def filled(column) -> list:
     """Records written before the packaged policy and db were fingerprinted lack them; those are fixed by the
     tau2 package version, so they are read as a newer record's of the same version, domain and task file."""
+    column = list(column)
     known: dict[tuple | None, dict] = {None: {}}
     for value in column:
         key = _packaged_key(value)
         if key and value.get("policy_sha256"):
             known.setdefault(key, {k: value[k] for k in ("policy_sha256", "db_sha256") if value.get(k)})
-    return column.map(lambda v: {**known.get(_packaged_key(v), {}), **v} if isinstance(v, dict) else v)
+    return [{**known.get(_packaged_key(v), {}), **v} if isinstance(v, dict) else v for v in column]
 
 
 def differing(values) -> list[str]:
@@ -102,8 +103,8 @@ def comparable(records: pd.DataFrame, shared: bool = False) -> tuple[pd.DataFram
     (a strategy that ran on several sets becomes a row per set) and a note per such cell {cell key: line}."""
     if records.empty or "task_set" not in records:
         return records, {}
-    filled = _filled(records["task_set"])
-    frame = records.assign(_set=filled.map(task_set_id), _ts=filled,
+    sets_of = pd.Series(filled(records["task_set"]), index=records.index, dtype=object)
+    frame = records.assign(_set=sets_of.map(task_set_id), _ts=sets_of,
                            **({} if "assembly" in records else {"assembly": ""}))
     notes, keep = {}, pd.Series(True, index=records.index)
     labels = records["strategy"].copy()
@@ -233,7 +234,7 @@ def _manifest_jobs(path: Path, stamp: tuple[int, int] | None) -> dict[str, dict]
 
 def short_id(sha) -> str:
     """An artifact's id as labels show it: the first SHORT hex digits of its fingerprint, or `unknown`."""
-    return UNKNOWN if sha == UNKNOWN else str(sha).replace("path:", "")[:SHORT]
+    return UNKNOWN if sha == UNKNOWN else str(sha)[:SHORT]
 
 
 def memory_labels(df: pd.DataFrame) -> pd.Series:

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable
 import pandas as pd
 
 from analysis.cells import ASSEMBLY_FIELDS, overlap_message, pool_runs, run_overlaps, unknown_artifacts
-from analysis.identity import artifact_meta, checked, memory_artifact, memory_labels
+from analysis.identity import artifact_meta, checked, filled, memory_artifact, memory_labels
 from analysis.corruption import corruption_labels
 from harness.row import RESULTS, read_rows  # the row of results.jsonl and its one reader (plain definitions)
 
@@ -101,6 +101,10 @@ def load_records(paths: Iterable[str | Path], warn: Callable[[str], None] | None
             row["source"] = f"{path}:{lineno}"
             row["memory_artifact"], row["memory_sha"] = memory_artifact(row)  # part of the cell's identity
             rows.append(row)
+    # one task-set reading for every rule below (episode cells, overlaps, comparisons): old packaged records filled
+    for row, task_set in zip(rows, filled(row.get("task_set") for row in rows)):
+        if task_set is not None:
+            row["task_set"] = task_set
     dropped = {"superseded": 0, "duplicates": 0}
     if dedupe:
         rows, dropped = latest_attempts(rows)

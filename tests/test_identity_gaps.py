@@ -86,3 +86,20 @@ def test_each_run_names_the_artifact_it_used_or_mem_unknown_and_pooling_refuses_
     assert table_main([str(old_a), str(old_b), "--pool-runs"]) == 2
     err = capsys.readouterr().err
     assert "mem unknown" in err and "not pooled" in err
+
+
+def test_an_older_packaged_run_and_a_newer_one_holding_the_same_episodes_are_an_overlap(tmp_path):
+    """Records from before the packaged policy/db were fingerprinted are the same task set as newer ones: the
+    same episodes in both runs are refused as an overlap (never two cells blended into one row)."""
+    import pytest
+    from analysis.load import RunsOverlap, load_records
+    from test_cell_identity import drawn, write_run
+
+    old_set = {"tau2": "26.3", "domain": "retail", "source": "packaged", "tasks_sha256": "76e1fa649a35" + "0" * 52}
+    new_set = {**old_set, "policy_sha256": "ab" * 32, "db_sha256": "cd" * 32}
+    a = write_run(tmp_path / "old", drawn("none", 20, 1, 0.5, 1, task_set=old_set))
+    b = write_run(tmp_path / "new", drawn("none", 20, 1, 0.5, 2, task_set=new_set))
+    with pytest.raises(RunsOverlap):
+        load_records([a, b])
+    pooled = load_records([a, b], overlap="pool")
+    assert sorted(pooled["trial"].unique()) == [0, 1]  # pooled as two trials of one cell, said so
