@@ -7,6 +7,7 @@ import pandas as pd
 
 from analysis import fmt
 from analysis.costs import usd
+from analysis.verdict import Verdict
 
 SHORT = {"context_overflow": "ctx", "user_simulator": "user"}  # the rest print as their label
 
@@ -142,9 +143,8 @@ def with_assembly(shown: pd.DataFrame, source: pd.DataFrame) -> pd.DataFrame:
 def _delta(r: pd.Series, short: bool = False) -> str:
     if r["strategy"] == "none" or fmt.missing(r["Δsuccess_pts"]):
         return "-"
-    u = r.get("underpowered")
-    underpowered = not fmt.missing(u) and bool(u)
-    flag = (" underpowered" + ("" if short else f" (MDΔ {fmt.mdd(r['MDΔ_pts'])})")) if underpowered else ""
+    verdict = r.get("verdict")  # analysis.verdict: the one rule the harm list and the A/A band read too
+    flag = verdict.flag(short) if isinstance(verdict, Verdict) else ""
     pairs, base = r.get("Δpairs"), r.get("Δbase_records")
     most = max(r["records"], 0 if fmt.missing(base) else base)  # either row holding more: Δ is on fewer pairs
     fewer = f" on {int(pairs)} pairs" if not fmt.missing(pairs) and pairs < most else ""

@@ -29,13 +29,15 @@ tasks whose trials all agree). When strategies' infra rates differ it says so, w
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import textwrap
 
 import numpy as np
 import pandas as pd
 
-from analysis import fmt, identity, infra, sizing, stats
+from analysis import fmt, harm, identity, infra, sizing, stats
+from analysis.verdict import Verdict, harm_tail, pair_band_pts
 from analysis.variance import POWER, TRIAL_GRID, Variance, critical, pair_row, pair_variance, task_ranges, \
     variance_of  # noqa: F401  (analysis.power's public names, as before the split)
 from analysis.load import add_pool_option
@@ -69,12 +71,25 @@ def power_table(records: pd.DataFrame, delta_pts: float = 5.0, alpha: float = st
             if base is not None and strategy != BASELINE:
                 mine, theirs = on_common_pairs(df, base)
                 p = sizing.parts(mine, theirs)
-                found = stats.paired(task_success(mine), task_success(theirs), n_boot=200).p if p.n else np.nan
-                row.update(pair_row(variance_of(p), delta_pts, alpha, found))
+                row["verdict"] = verdict = of_pair(mine, theirs, alpha)
+                row.update(pair_row(variance_of(p), delta_pts, alpha, verdict))
                 if ranges and p.n:
                     row.update(task_ranges(p, delta_pts, alpha))
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def of_pair(mine: pd.DataFrame, base: pd.DataFrame, alpha: float = stats.ALPHA) -> Verdict:
+    """A strategy's valid records against `none`'s of the same cell, on the (task, trial) pairs both ran: the
+    Δ and its paired test (as the tables), MDΔ, the pair's A/A band, and the per-task harm count."""
+    a, b = on_common_pairs(mine, base)
+    if not len(a):
+        return Verdict(math.nan, alpha=alpha)
+    test = stats.paired(task_success(a), task_success(b), n_boot=200)
+    v = pair_variance(a, b)
+    effects = harm.compare(a, b)
+    return Verdict(100 * v.delta, test.p, 100 * v.mdd(alpha), pair_band_pts(a, b), len(effects.harmed),
+                   effects.chance, harm_tail(effects.chances, len(effects.harmed)), alpha)
 
 
 def flag_underpowered(summary: pd.DataFrame, records: pd.DataFrame,
@@ -82,7 +97,7 @@ def flag_underpowered(summary: pd.DataFrame, records: pd.DataFrame,
     """summary (analysis.metrics.summarize) with `MDΔ_pts`, `p` and `underpowered` per strategy row vs none."""
     table = power_table(records, exclude=exclude)
     keys = [*CELL, "strategy"]
-    cols = [c for c in ("MDΔ_pts", "underpowered", "p") if c in table]
+    cols = [c for c in ("MDΔ_pts", "underpowered", "p", "verdict") if c in table]
     if not cols:
         return summary.assign(MDΔ_pts=np.nan, underpowered=False)
     return summary.merge(table[keys + cols].rename(columns={"p": "Δp"}), on=keys, how="left")
@@ -123,7 +138,7 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
                                                           ("underpowered" if bool(v) else ""))
     for col in [c for c in shown if c.startswith("tasks@") and not c.endswith("range")]:
         shown[col] = shown[col].map(lambda v: "-" if fmt.missing(v) else f"{int(v)}")
-    drop = ["tasks", "trials", "tau2", "within", "sd_d", *[c for c in shown if c.endswith("range")]]
+    drop = ["tasks", "trials", "tau2", "within", "sd_d", "verdict", *[c for c in shown if c.endswith("range")]]
     return shown.drop(columns=[c for c in drop if c in shown]).fillna("-")
 
 
