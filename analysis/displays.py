@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis import fmt
+from analysis.corruption import corruption_column
 from analysis.costs import usd
 from analysis.verdict import Verdict
 
@@ -45,7 +46,7 @@ def strategies_display(summary: pd.DataFrame) -> pd.DataFrame:
     passes = sorted((c for c in shown.columns if c.startswith("pass^")), key=lambda c: int(c[5:]))
     front = [c for c in shown.columns if c not in passes and c not in ("Δ vs none",)]
     at = front.index("success") + 1
-    return shown[front[:at] + passes + ["Δ vs none"] + front[at:]].fillna("-")
+    return corruption_column(shown[front[:at] + passes + ["Δ vs none"] + front[at:]].fillna("-"))
 
 
 def compact_display(summary: pd.DataFrame) -> pd.DataFrame:

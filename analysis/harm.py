@@ -184,16 +184,3 @@ def lines(effects: list[TaskEffects], viewer: str | None = None, limit: int = 12
                 out.append(f"  - {name}: {', '.join(shown)}{more}")
     return out
 
-
-def recommend_line(cell: pd.DataFrame, choice: str | None, exclude: tuple[str, ...] = ()) -> str | None:
-    """`make recommend`'s sentence when the recommended strategy harmed tasks `none` solved (count and ids),
-    whatever its mean; None when it harmed none, or is `none`, or the cell has no `none`."""
-    ok = valid(cell, exclude)
-    if choice is None or choice == BASELINE or not (ok["strategy"] == BASELINE).any():
-        return None
-    e = compare(ok[ok["strategy"] == choice], ok[ok["strategy"] == BASELINE], strategy=choice)
-    if not e.harmed:
-        return None
-    return (f"Harm: `{choice}` harmed {len(e.harmed)} of {e.tasks} tasks that `none` solved ({', '.join(e.harmed)}), "
-            f"by the per-task rule of docs/robustness.md; trial noise alone would list about {e.chance:.1f} at "
-            f"{e.trials} trials. Its mean hides them: look at them (make tables: task_effects.md) before deploying.")

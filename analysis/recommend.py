@@ -22,10 +22,11 @@ import textwrap
 
 import pandas as pd
 
-from analysis import fmt, harm, identity, infra, stats
+from analysis import fmt, harm, identity, infra, power, stats
 from analysis.decision import Recommendation, decide
 from analysis.load import add_pool_option
-from analysis.metrics import CELL, INFRA, with_assembly
+from analysis.metrics import BASELINE, CELL, INFRA, on_common_pairs, valid, with_assembly
+from analysis.verdict import SHOWN
 
 
 def recommend(records: pd.DataFrame, k: int = 1, by: str = "tokens", delta_pts: float = 5.0,
@@ -44,10 +45,31 @@ def recommend(records: pd.DataFrame, k: int = 1, by: str = "tokens", delta_pts: 
         if line := infra.differ_line(cell):
             other = decide(key, cell, k, by, delta_pts, alpha, amortise_over, exclude=(INFRA,))
             rec.sentences.append(line + " " + _conventions(rec, other))
-        if harmed := harm.recommend_line(cell, rec.choice):  # tasks none solved that the choice harmed (issue 28)
+        if harmed := harm_line(cell, rec.choice):  # tasks none solved that the choice harmed (issue 28)
             rec.sentences.append(harmed)
         out.append(rec)
     return out
+
+
+def harm_line(cell: pd.DataFrame, choice: str | None, exclude: tuple[str, ...] = ()) -> str | None:
+    """The `Harm:` sentence when the recommended strategy harmed tasks `none` solved (count and ids), whatever its
+    mean, with the verdict the tables print for it against `none` (analysis.verdict); None when it harmed none,
+    or is `none`, or the cell has no `none`."""
+    ok = valid(cell, exclude)
+    if choice is None or choice == BASELINE or not (ok["strategy"] == BASELINE).any():
+        return None
+    mine, base = on_common_pairs(ok[ok["strategy"] == choice], ok[ok["strategy"] == BASELINE])
+    e = harm.compare(mine, base, strategy=choice)
+    if not e.harmed:
+        return None
+    v = power.of_pair(mine, base)
+    mean = (f"shown {v.direction}" if v.kind == SHOWN else v.kind) + (f", {v.band_words()}" if v.band_words() else "")
+    reading, trials = v.reconciling(), f"{e.trials} trial" + ("" if e.trials == 1 else "s")
+    return (f"Harm: `{choice}` harmed {len(e.harmed)} of {e.tasks} tasks that `none` solved ({', '.join(e.harmed)}), "
+            f"by the per-task rule of docs/robustness.md; trial noise alone would list about {e.chance:.1f} at "
+            f"{trials}: {'harm is concentrated' if v.concentrated else 'within chance'}. Against `none` its "
+            f"mean Δ is {v.delta_pts:+.1f} points ({mean})" + (f"; {reading}" if reading else "") +
+            ". Look at them (make tables: task_effects.md) before deploying.")
 
 
 def _conventions(default: Recommendation, excluded: Recommendation) -> str:

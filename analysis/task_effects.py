@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import fmt, harm, noise_floor
+from analysis.corruption import corruption_column, split_label
 from analysis.metrics import BASELINE, GROUP, with_assembly
 from analysis.verdict import Verdict, harm_tail
 
@@ -23,8 +24,9 @@ READING = "reading"  # a hidden column: the line that reconciles the row's views
 SHOWN_IDS = 10
 NOTE = ("helped / harmed: tasks whose success against none's changed beyond trial noise (" + harm.RULE + "); the "
         "none row: none against itself, trials split in halves. chance = harmed tasks trial noise alone would list "
-        "if the strategy equalled none (docs/robustness.md). A/A ±: an identical configuration differs from itself "
-        "by up to this many points (95%) at the row's tasks x trials; a Δ vs none inside it may be noise.")
+        "if the strategy equalled none (docs/robustness.md). A/A ±: a strategy's row, the band for its difference "
+        "from none (both cells' trials pooled per task and split at random, 95%); none's row, none against itself "
+        "at its tasks x trials. Δ vs none: its verdict (analysis.verdict), the line below a row where views differ.")
 
 
 def computed(result) -> tuple[list[harm.TaskEffects], pd.DataFrame]:
@@ -67,7 +69,8 @@ def aa_verdict(r: pd.Series, e: harm.TaskEffects | None) -> Verdict:
 
 def readings(table: pd.DataFrame) -> list[str]:
     """'<strategy>: <reading>' for each row that has one."""
-    return [f"{r['strategy']}: {r[READING]}" for _, r in table.iterrows() if r.get(READING)]
+    named = [(split_label(r["strategy"]), r[READING]) for _, r in table.iterrows() if r.get(READING)]
+    return [f"{bare}{f' ({rate})' if rate else ''}: {line}" for (bare, rate), line in named]
 
 
 def _ids(ids: list[str]) -> str:
@@ -77,7 +80,8 @@ def _ids(ids: list[str]) -> str:
 def display(table: pd.DataFrame) -> pd.DataFrame:
     shown = table.copy()
     shown["model"] = shown["model"].map(fmt.model_label)
-    return shown.drop(columns=[c for c in ("benchmark", "split", "assembly") if shown[c].nunique() <= 1] + [READING])
+    return corruption_column(shown.drop(columns=[c for c in ("benchmark", "split", "assembly")
+                                                 if shown[c].nunique() <= 1] + [READING]))
 
 
 def write(result, out_dir: Path, viewer: str = harm.VIEWER_URL) -> list[Path]:

@@ -124,9 +124,11 @@ class Verdict:
             return ""
         return f"{'outside' if self.outside_band else 'inside'} its A/A band ±{self.band_pts:.1f}"
 
+    def harm_count(self) -> str:
+        return f"{self.harmed} task{'' if self.harmed == 1 else 's'} harmed, {self.chance:.1f} expected by chance"
+
     def harm_words(self) -> str:
-        return (f"{self.harmed} task{'' if self.harmed == 1 else 's'} harmed, {self.chance:.1f} expected by chance: "
-                + ("harm is concentrated" if self.concentrated else "within chance"))
+        return self.harm_count() + (": harm is concentrated" if self.concentrated else ": within chance")
 
     def reconciling(self) -> str | None:
         """One line where the mean view and the band or per-task view answer differently; None where they agree."""
@@ -144,7 +146,8 @@ class Verdict:
             elif self.kind == SHOWN and self.direction == "better" and self.concentrated:
                 parts.append(f"{mean} shown better, yet {self.harm_words()}: it helps on average and harms these")
             elif self.kind == SHOWN and self.direction == "worse" and not self.concentrated:
-                parts.append(f"{mean} shown worse, yet {self.harm_words()}: the loss is spread thin over tasks")
+                parts.append(f"{mean} shown worse, yet only {self.harm_count()}: the loss is spread over "
+                             "many tasks, not concentrated in a few")
         return "; ".join(parts) or None
 
     def aa_reading(self) -> str | None:
