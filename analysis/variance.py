@@ -137,10 +137,12 @@ def variance_of(p: sizing.Parts, idx: np.ndarray | None = None) -> Variance | li
     return out if idx is not None else out[0]
 
 
-def pair_row(v: Variance, delta_pts: float, alpha: float = stats.ALPHA, verdict: Verdict | None = None) -> dict:
-    """MDΔ, the flag (analysis.verdict's rule: with no measured verdict, a planted Δ below MDΔ), tasks@T."""
+def pair_row(v: Variance, delta_pts: float, alpha: float = stats.ALPHA, verdict: Verdict | None = None,
+             p: float = float("nan")) -> dict:
+    """MDΔ, the flag (analysis.verdict's rule; with no measured verdict, on the test's p when known, and a Δ
+    below MDΔ), tasks@T."""
     mdd = 100 * v.mdd(alpha)  # inf: too few tasks to estimate
-    verdict = verdict or Verdict(100 * v.delta, mdd_pts=mdd, alpha=alpha)
+    verdict = verdict or Verdict(100 * v.delta, p, mdd, alpha=alpha)
     row = {"paired": f"{v.n}×{v.m}", "Δ_pts": 100 * v.delta, "p": verdict.p, "MDΔ_pts": mdd,
            "underpowered": verdict.kind == UNDERPOWERED,
            "sd_d": math.sqrt(v.var_d()), "tau2": v.tau2, "within": v.within}
