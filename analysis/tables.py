@@ -34,9 +34,10 @@ from analysis.displays import markdown, models_display, pairs_display, scenario_
 from analysis.load import add_pool_option, load_compared, load_memory_history, steps_frame
 from analysis.metrics import EXCLUDED, GROUP, INFRA, infra_imbalance, paired_comparisons, summarize
 
-FEW = (f"* = fewer than {stats.MIN_TASKS} tasks: CI too wide to rank strategies. underpowered = the paired test "
-       f"(McNemar / sign-flip) did not find Δ vs none AND |Δ| is below the minimum detectable Δ at 80% power for "
-       f"these tasks x trials (make power; make recommend's non-inferiority test answers another question).")
+FEW = (f"* = fewer than {stats.MIN_TASKS} tasks: CI too wide to rank strategies. Δ vs none not found by the paired "
+       f"test (McNemar / sign-flip): within noise = inside the pair's A/A band, underpowered = outside it (one "
+       f"trial: |Δ| below the minimum detectable Δ at 80% power; make power). make recommend's non-inferiority "
+       f"test answers another question.")
 
 
 def view_line(exclude: tuple[str, ...] = EXCLUDED) -> str:
