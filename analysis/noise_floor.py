@@ -33,7 +33,7 @@ import pandas as pd
 from analysis import fmt, identity, power
 from analysis.load import add_pool_option, family, load_for_command
 from analysis.metrics import CELL, GROUP, valid, with_assembly
-from analysis.verdict import N_SPLITS, SEED, aa_line, outcomes, split_band
+from analysis.verdict import N_SPLITS, SEED, Verdict, aa_line, outcomes, split_band
 
 AA_VARIANT = re.compile(r"aa_seed=(\d+)")  # configs/experiment/aa.yaml
 
@@ -130,8 +130,8 @@ def experiment_pairs(records: pd.DataFrame, exclude: tuple[str, ...] = ()) -> pd
             rows.append({**dict(zip(CELL, key)), "strategy": name, "a": labels[0], "b": labels[1], "tasks": v.n,
                          "trials": v.m, "observed_pts": 100 * v.delta, "predicted_95_pts": 100 * predicted,
                          "MDΔ_pts": 100 * v.mdd(), "flip_rate": pair_flip_rate(a, b),
-                         "within_prediction": bool(abs(v.delta) <= predicted)
-                         if not math.isnan(predicted) else None})
+                         "within_prediction": None if math.isnan(predicted) else  # the verdict's band rule
+                         not Verdict(100 * v.delta, band_pts=100 * predicted).outside_band})
     return pd.DataFrame(rows)
 
 

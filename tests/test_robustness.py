@@ -150,3 +150,27 @@ def test_labels_name_the_corruption(artifact, tmp_path):
              "memory_provenance": None if s == "none" else "held-out"} for s in ("none", "full")]
     (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert sorted(load_records([run])["strategy"]) == ["full [corrupted: contradict 30%]", "none"]
+
+
+def test_a_corruption_is_said_once_and_a_zero_rate_is_the_clean_artifact(artifact, tmp_path):
+    """Issue 37: the 0 % rows read `full (contradict=0%) [corrupted: contradict 0%]`: a clean artifact labelled
+    corrupted, the variant said twice. Now a 0 % artifact is clean, a variant naming the corruption takes no tag,
+    and the displays print the rate in its own column."""
+    import pandas as pd
+
+    assert corruption.tag({"corrupted": {"kind": "contradict", "rate": 0.0}}) is None
+    paths = {}
+    for rate in (0.0, 0.3):
+        paths[rate] = tmp_path / f"contradict_{int(100 * rate)}.jsonl"
+        corrupt(artifact, paths[rate], Spec("contradict", rate))
+    df = pd.DataFrame({"strategy": ["full (contradict=0%)", "full (contradict=30%)", "full"],
+                       "memory": [str(paths[0.0]), str(paths[0.3]), str(paths[0.3])]})
+    assert list(corruption.corruption_labels(df)) == ["full (contradict=0%)", "full (contradict=30%)",
+                                                      "full [corrupted: contradict 30%]"]
+    labels = ["none", "full (contradict=0%)", "full [unknown provenance, corrupted: stale 10%]"]
+    shown = corruption.corruption_column(pd.DataFrame({"strategy": labels}))
+    assert list(shown.columns) == ["strategy", "corrupted"]
+    assert list(shown["strategy"]) == ["none", "full", "full [unknown provenance]"]
+    assert list(shown["corrupted"]) == ["-", "contradict 0%", "stale 10%"]
+    plain = pd.DataFrame({"strategy": ["none", "full"]})
+    assert corruption.corruption_column(plain) is plain  # nothing corrupted: no column
