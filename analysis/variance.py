@@ -144,7 +144,7 @@ def pair_row(v: Variance, delta_pts: float, alpha: float = stats.ALPHA, verdict:
     mdd = 100 * v.mdd(alpha)  # inf: too few tasks to estimate
     verdict = verdict or Verdict(100 * v.delta, p, mdd, alpha=alpha)
     row = {"paired": f"{v.n}×{v.m}", "Δ_pts": 100 * v.delta, "p": verdict.p, "MDΔ_pts": mdd,
-           "underpowered": verdict.kind == UNDERPOWERED,
+           "underpowered": bool(v.n) and verdict.kind == UNDERPOWERED,
            "sd_d": math.sqrt(v.var_d()), "tau2": v.tau2, "within": v.within}
     for t in TRIAL_GRID:
         if not v.split and t != v.m:

@@ -140,14 +140,16 @@ class Verdict:
                          ("" if math.isnan(self.mdd_pts) else f" (MDΔ {fmt.mdd(self.mdd_pts)})"))
         elif self.kind == SHOWN and self.outside_band is False:
             parts.append(f"{mean} is shown over tasks though inside the pair's A/A band ±{self.band_pts:.1f}")
+        said = "" if parts else mean + " "  # the mean is named once per line
         if self.harmed is not None and not math.isnan(self.chance):
             if self.kind != SHOWN and self.concentrated:
                 parts.append(("" if parts else f"{mean} not shown at this size; ") + self.harm_words())
             elif self.kind == SHOWN and self.direction == "better" and self.concentrated:
-                parts.append(f"{mean} shown better, yet {self.harm_words()}: it helps on average and harms these")
+                parts.append(f"{said}shown better, yet {self.harm_count()}: it helps on average, and the harm "
+                             "is concentrated in these tasks")
             elif self.kind == SHOWN and self.direction == "worse" and not self.concentrated:
-                parts.append(f"{mean} shown worse, yet only {self.harm_count()}: the loss is spread over "
-                             "many tasks, not concentrated in a few")
+                parts.append(f"{said}shown worse, yet only {self.harm_count()}: the loss is spread over many "
+                             "tasks, not concentrated in a few")
         return "; ".join(parts) or None
 
     def aa_reading(self) -> str | None:
