@@ -88,6 +88,12 @@ def wrap(text: str, indent: str = "  ") -> str:
                      for line in text.splitlines())
 
 
+def drop_constant(df: pd.DataFrame, columns=("benchmark", "split", "assembly")) -> pd.DataFrame:
+    """`df` without those of `columns` that hold one value in every row (a header line names it; columns cost
+    terminal width)."""
+    return df.drop(columns=[c for c in columns if c in df and df[c].astype(str).nunique() <= 1])
+
+
 def plain(df: pd.DataFrame) -> str:
     """A table for a terminal: columns two spaces apart, no pipes or padding (each costs columns)."""
     if not len(df):

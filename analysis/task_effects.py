@@ -52,7 +52,7 @@ def _ids(ids: list[str]) -> str:
 def display(table: pd.DataFrame) -> pd.DataFrame:
     shown = table.copy()
     shown["model"] = shown["model"].map(fmt.model_label)
-    return shown.drop(columns=[c for c in ("benchmark", "split", "assembly") if shown[c].nunique() <= 1])
+    return fmt.drop_constant(shown)
 
 
 def write(result, out_dir: Path, viewer: str = harm.VIEWER_URL) -> list[Path]:
@@ -72,7 +72,7 @@ def write(result, out_dir: Path, viewer: str = harm.VIEWER_URL) -> list[Path]:
 
 def terminal(result) -> str:
     table = result.per_task[1]
-    return "" if table.empty else fmt.plain(display(table)) + "\n" + NOTE
+    return "" if table.empty else fmt.plain(display(table)) + "\n" + fmt.wrap(NOTE, "")
 
 
 def html_section(result, viewer: str = harm.VIEWER_URL) -> str:
