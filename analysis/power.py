@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             table = simulated_table(args.profile, args.world, args.limit, args.trials, args.delta)
         except WorldError as exc:
-            print(f"memdeliv power: {exc}", file=sys.stderr)
+            fmt.refuse("power", exc)
             return 2
         print(fmt.simulated_banner(table["model"]) + "\n")
     elif args.runs:

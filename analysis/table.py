@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from analysis import identity, infra, task_sets
+from analysis import fmt, identity, infra, task_sets
 from analysis.fmt import plain, simulated_banner, wrap
 from analysis.load import add_pool_option, load_for_command
 from analysis.metrics import infra_imbalance
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         exclude = exclusions(args.exclude)
     except ValueError as exc:  # an unknown label
-        print(f"memdeliv table: {exc}", file=sys.stderr)
+        fmt.refuse("table", exc)
         return 2
     if (loaded := load_for_command("table", args)) is None:
         return 2

@@ -30,7 +30,8 @@ from analysis import fmt, ibm, identity, infra, plots, power, stats, task_effect
 from analysis.build_cost import add_build_cost
 from analysis.costs import add_costs
 from analysis.compare import model_table
-from analysis.displays import COMPACT_NOTE, compact_display, markdown, models_display, pairs_display, scenario_warnings, strategies_display
+from analysis.displays import (COMPACT_NOTE, compact_display, markdown, models_display, pairs_display,
+                               scenario_warnings, strategies_display)
 from analysis.load import add_pool_option, load_compared, load_memory_history, steps_frame
 from analysis.metrics import EXCLUDED, GROUP, INFRA, infra_imbalance, paired_comparisons, summarize
 
@@ -149,7 +150,8 @@ def models_terminal(models: pd.DataFrame) -> str:
                  shown["trials"].astype(str))
     shown["best strategy"] = [b + (f" [{notes.index(r) + 1}]" if r else "") for b, r in zip(shown["best strategy"],
                                                                                            rules)]
-    return fmt.plain(shown.drop(columns=["tasks", "trials"])) + "".join(f"\n[{i}] {n}" for i, n in enumerate(notes, 1))
+    return fmt.plain(shown.drop(columns=["tasks", "trials"])) + "".join("\n" + fmt.wrap(f"[{i}] {n}", "    ")
+                                                                   for i, n in enumerate(notes, 1))
 
 
 def write(result: Analysis, out_dir: Path, plot: bool = True) -> list[Path]:
@@ -208,7 +210,7 @@ def cli(doc: str, argv: list[str] | None, default_out: str) -> tuple[argparse.Na
                                   amortise_over=args.amortise_over, pool_runs=args.pool_runs,
                                   shared_tasks=args.shared_tasks)
     except (FileNotFoundError, ValueError) as exc:
-        print(f"memdeliv {parser.prog}: {exc}", file=sys.stderr)
+        fmt.refuse(parser.prog, exc)
         return args, out, None
 
 
