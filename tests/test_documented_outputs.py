@@ -20,13 +20,18 @@ internet) and two runs holding the same episodes.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import io
 import json
 import os
 import re
 import shlex
 import shutil
 import subprocess
+import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,16 +88,16 @@ def _cut(key: str, value: str, quoted: bool) -> str:
 class Session:
     """The copy and the runs made in it (name as documented -> folder)."""
 
-    def __init__(self, root: Path):
-        self.root, self.made = root, {}
+    def __init__(self, root: Path, made: dict[str, str], mine: list[str]):
+        self.root, self.made, self.mine = root, made, mine  # made: shared by the lanes; mine: this lane's, in order
 
     def run_ref(self, text: str, latest: int = 0) -> str:
-        """`runs/<name>...` -> the folder made under that name, or the `latest`-th most recent one."""
+        """`runs/<name>...` -> the folder made under that name, or this lane's `latest`-th most recent one."""
         def sub(m: re.Match) -> str:
             name = m.group(1)
             if name in self.made:
                 return self.made[name]
-            return list(self.made.values())[-1 - latest] if self.made else m.group(0)
+            return self.mine[-1 - latest] if len(self.mine) > latest else m.group(0)
         return re.sub(r"runs/(?!memory/)([^/\s\"']+)", sub, text, count=1)
 
     def prepared(self, cmd: DocCommand) -> list[str]:
@@ -126,15 +131,70 @@ class Session:
             out.append(f"RUN={stem}-{line}" if out[0] == "make" else f"run_name={stem}-{line}")
         if named is not None:  # a sweep's, or make import-tau2's RUN=
             self.made[named] = f"runs/{stem}-{named}"
+            self.mine.append(self.made[named])
         return out
 
     def run(self, argv: list[str], where: str) -> Ran:
+        """A command as a shell runs it; one whose every line (`make -n`) is an analysis module runs its main()
+        in this process instead, from the copy (the same code; it saves an interpreter and pandas per command)."""
+        lines = analysis_lines(argv, self.root)
+        if lines is not None:
+            return self.in_process(argv, lines, where)
         if argv[0] == "make":
             argv = ["make", "-s", *argv[1:]]
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
         done = subprocess.run(shlex.join(argv), shell=True, cwd=self.root, env=env, capture_output=True, text=True,
                               timeout=HUNG_S)
         return Ran(shlex.join(argv), where, done.returncode, done.stdout + done.stderr)
+
+    def in_process(self, argv: list[str], lines: list[list[str]], where: str) -> Ran:
+        printed, code = io.StringIO(), 0
+        with IN_PROCESS:  # the working directory and sys.stdout are the process's: one lane at a time
+            here = os.getcwd()
+            os.chdir(self.root)
+            try:
+                code = _mains(lines, printed)
+            finally:
+                os.chdir(here)
+        return Ran(shlex.join(argv), where, code, printed.getvalue())
+
+
+def _mains(lines: list[list[str]], printed: io.StringIO) -> int:
+    code = 0
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+        for words in lines:
+            try:
+                code = importlib.import_module(words[2]).main(words[3:]) or 0
+            except SystemExit as exc:  # argparse, or a main that exits
+                code = exc.code if isinstance(exc.code, int) else 1
+            if code:
+                break
+    return code
+
+
+def analysis_lines(argv: list[str], root: Path) -> list[list[str]] | None:
+    """The `python -m analysis.X ...` lines a command runs (a make target's, from `make -n`), or None when it runs
+    anything else."""
+    if argv[0] == "make":
+        shown = subprocess.run(["make", "-n", "-s", "--no-print-directory", "-o", "setup", *argv[1:]], cwd=root,
+                               capture_output=True, text=True, timeout=HUNG_S, check=False)
+        if shown.returncode:
+            return None
+        joined = re.sub(r"\\\n\s*", " ", shown.stdout)  # a recipe line continued
+        try:
+            lines = [shlex.split(line) for line in joined.splitlines() if line.strip()]
+        except ValueError:  # a shell script (make plan)
+            return None
+    else:
+        lines = [argv]
+    ok = all(len(w) > 2 and w[0].endswith("python") and w[1] == "-m" and w[2].startswith("analysis.") for w in lines)
+    return lines if lines and ok else None
+
+
+IN_PROCESS = threading.Lock()
+# the pages run in two lanes side by side after README.md (what they build on): this one, the longest, and the rest;
+# no page of one lane reads what a page of the other writes
+LANE = {"docs/robustness.md", "docs/dose.md"}
 
 
 def refusals(session: Session) -> list[Ran]:
@@ -161,16 +221,28 @@ def ran(tmp_path_factory) -> dict[str, Ran]:
         message = f"documented outputs NOT CHECKED: `make setup` is not up to date here ({', '.join(here)})"
         warnings.warn(message, stacklevel=2)
         pytest.skip(message)
-    session = Session(fresh_copy(tmp_path_factory.mktemp("docs") / "memdeliv"))
+    root = fresh_copy(tmp_path_factory.mktemp("docs") / "memdeliv")
+    made: dict[str, str] = {}
+    first = Session(root, made, [])
     outputs: dict[str, Ran] = {}
     seen: dict[tuple[str, ...], Ran] = {}
-    for cmd in COMMANDS:
-        argv = session.prepared(cmd) if skip_reason(cmd) is None else None
-        if argv:
+
+    def lane(session: Session, pages: set[str], exclude: bool = False) -> None:
+        for cmd in COMMANDS:
+            if (cmd.where.split(":")[0] in pages) == exclude or skip_reason(cmd) is not None:
+                continue
+            argv = session.prepared(cmd)
             if tuple(argv) not in seen:  # `make simulated-memory` on several pages: once
                 seen[tuple(argv)] = session.run(argv, cmd.where)
             outputs[str(cmd)] = seen[tuple(argv)]
-    for r in refusals(session):
+
+    lane(first, {"README.md"})  # what the other pages build on
+    lanes = [(Session(root, made, list(first.mine)), LANE, False),
+             (Session(root, made, list(first.mine)), LANE | {"README.md"}, True)]
+    with ThreadPoolExecutor(len(lanes)) as pool:
+        for done in [pool.submit(lane, *args) for args in lanes]:
+            done.result()
+    for r in refusals(first):
         outputs[r.where] = r
     return outputs
 
@@ -201,7 +273,7 @@ def test_every_documented_command_prints_at_most_160_columns(ran):
 # with different memory artifacts (made by hand, tests/test_cell_identity.py holds the labels).
 QUOTES = (("docs/robustness.md", "As `make tables` prints it (model column left out):"),
           ("docs/robustness.md", "`make aa` prints, with each seed's and the pair's task flip rate"),
-          ("docs/deciding.md", "**Worked example**"),
+          ("docs/deciding.md", "`make recommend` prints (measured, the commands above; the banner"),
           ("docs/deciding.md", "Today the same two oracle tasks print"))
 
 
