@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import math
 import sys
-import textwrap
 
 import pandas as pd
 
-from harness.terminal import WIDTH, wrap  # one width and one wrap for the harness and analysis
+from harness.terminal import WIDTH, lines, wrap  # one width and one wrap for the harness and analysis
 
-__all__ = ["WIDTH", "wrap"]  # re-exported: analysis code writes fmt.wrap, fmt.WIDTH
+__all__ = ["WIDTH", "lines", "wrap"]  # re-exported: analysis code writes fmt.wrap, fmt.WIDTH
 
 
 TOO_FEW = "too few tasks to estimate"  # a minimum detectable Δ that would exceed 100 points
@@ -120,7 +119,7 @@ def _narrow_one(header: list[str], rows: list[list[list[str]]], widths: list[int
         target = max(widths[i] - over, len(header[i]), words)
         if target < widths[i]:
             for r in rows:
-                r[i] = textwrap.wrap(" ".join(r[i]), target, break_long_words=False, break_on_hyphens=False) or [""]
+                r[i] = lines(" ".join(r[i]), target)
             widths[i] = max(len(header[i]), *(len(part) for r in rows for part in r[i]))
             return True
     return False
