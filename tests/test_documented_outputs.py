@@ -29,9 +29,7 @@ import re
 import shlex
 import shutil
 import subprocess
-import threading
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,10 +87,10 @@ class Session:
     """The copy and the runs made in it (name as documented -> folder)."""
 
     def __init__(self, root: Path, made: dict[str, str], mine: list[str]):
-        self.root, self.made, self.mine = root, made, mine  # made: shared by the lanes; mine: this lane's, in order
+        self.root, self.made, self.mine = root, made, mine  # made: name -> folder; mine: the folders, in order
 
     def run_ref(self, text: str, latest: int = 0) -> str:
-        """`runs/<name>...` -> the folder made under that name, or this lane's `latest`-th most recent one."""
+        """`runs/<name>...` -> the folder made under that name, or the `latest`-th most recent one."""
         def sub(m: re.Match) -> str:
             name = m.group(1)
             if name in self.made:
@@ -148,14 +146,13 @@ class Session:
         return Ran(shlex.join(argv), where, done.returncode, done.stdout + done.stderr)
 
     def in_process(self, argv: list[str], lines: list[list[str]], where: str) -> Ran:
-        printed, code = io.StringIO(), 0
-        with IN_PROCESS:  # the working directory and sys.stdout are the process's: one lane at a time
-            here = os.getcwd()
-            os.chdir(self.root)
-            try:
-                code = _mains(lines, printed)
-            finally:
-                os.chdir(here)
+        printed = io.StringIO()
+        here = os.getcwd()
+        os.chdir(self.root)  # the paths are the copy's
+        try:
+            code = _mains(lines, printed)
+        finally:
+            os.chdir(here)
         return Ran(shlex.join(argv), where, code, printed.getvalue())
 
 
@@ -191,12 +188,6 @@ def analysis_lines(argv: list[str], root: Path) -> list[list[str]] | None:
     return lines if lines and ok else None
 
 
-IN_PROCESS = threading.Lock()
-# the pages run in two lanes side by side after README.md (what they build on): this one, the longest, and the rest;
-# no page of one lane reads what a page of the other writes
-LANE = {"docs/robustness.md", "docs/dose.md"}
-
-
 def refusals(session: Session) -> list[Ran]:
     """Two task sets, and two runs holding the same episodes, as `make table` refuses them."""
     source = session.root / session.made["oracle-demo"]
@@ -222,27 +213,16 @@ def ran(tmp_path_factory) -> dict[str, Ran]:
         warnings.warn(message, stacklevel=2)
         pytest.skip(message)
     root = fresh_copy(tmp_path_factory.mktemp("docs") / "memdeliv")
-    made: dict[str, str] = {}
-    first = Session(root, made, [])
+    session = Session(root, {}, [])
     outputs: dict[str, Ran] = {}
     seen: dict[tuple[str, ...], Ran] = {}
-
-    def lane(session: Session, pages: set[str], exclude: bool = False) -> None:
-        for cmd in COMMANDS:
-            if (cmd.where.split(":")[0] in pages) == exclude or skip_reason(cmd) is not None:
-                continue
+    for cmd in COMMANDS:  # README.md first: the pages build on its runs
+        if skip_reason(cmd) is None:
             argv = session.prepared(cmd)
             if tuple(argv) not in seen:  # `make simulated-memory` on several pages: once
                 seen[tuple(argv)] = session.run(argv, cmd.where)
             outputs[str(cmd)] = seen[tuple(argv)]
-
-    lane(first, {"README.md"})  # what the other pages build on
-    lanes = [(Session(root, made, list(first.mine)), LANE, False),
-             (Session(root, made, list(first.mine)), LANE | {"README.md"}, True)]
-    with ThreadPoolExecutor(len(lanes)) as pool:
-        for done in [pool.submit(lane, *args) for args in lanes]:
-            done.result()
-    for r in refusals(first):
+    for r in refusals(session):
         outputs[r.where] = r
     return outputs
 
