@@ -23,6 +23,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 
+from analysis import fmt
 from strategies import load_memory
 from strategies import simulated_world as world
 from strategies.ace.playbook import Playbook
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         snaps = adapt(args.world, args.epochs, tuple(args.budget), args.profile)
     except (world.WorldError, ValueError, KeyError) as exc:
-        print(f"memdeliv ace_counters: {exc}", file=sys.stderr)
+        fmt.refuse("ace_counters", exc)
         return 2
     print(f"{world.LABEL} world ({args.profile}): ACE adapting with ground truth over {args.world}; paper mode "
           "delivers every lesson whatever its counters; `budget B` = corrupted / clean lessons still delivered "

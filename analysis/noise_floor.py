@@ -135,6 +135,16 @@ def experiment_pairs(records: pd.DataFrame, exclude: tuple[str, ...] = ()) -> pd
     return pd.DataFrame(rows)
 
 
+def experiment_line(pair: pd.Series) -> str:
+    """'<model> <a> vs <b> (T tasks x m trials): observed +1.9 points, predicted ±10.6, MDΔ 18.2: within the
+    prediction' (one row of experiment_pairs)."""
+    within = {True: "within the prediction", False: "OUTSIDE the prediction", None: "no prediction at 1 trial"}
+    return (f"{fmt.model_label(pair['model'])} {pair['a']} vs {pair['b']} ({int(pair['tasks'])} tasks x "
+            f"{int(pair['trials'])} trials): observed {pair['observed_pts']:+.1f} points, predicted "
+            f"±{fmt.mdd(pair['predicted_95_pts'])}, MDΔ {fmt.mdd(pair['MDΔ_pts'])}: "
+            f"{within[pair['within_prediction']]}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m analysis.noise_floor", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -158,18 +168,12 @@ def main(argv: list[str] | None = None) -> int:
         print(fmt.wrap("  " + flip_line(row["aa_flip_rate"], int(row["aa_tasks"]), row["aa_half"]), "    "))
     pairs = experiment_pairs(records)
     if not pairs.empty:
-        shown = pairs.assign(**{c: pairs[c].map(lambda v: f"{v:+.1f}") for c in ("observed_pts",)},
-                             **{c: pairs[c].map(fmt.mdd) for c in ("predicted_95_pts", "MDΔ_pts")})
-        shown["model"] = shown["model"].map(fmt.model_label)
-        print("\nA/A experiment (the same cell, two seeds; paired on task and trial; predicted = ±1.96 x the "
-              "power module's rerun spread sqrt(within / (trials x tasks))):")
-        shown = shown.drop(columns=["flip_rate"])
-        shown["within_prediction"] = shown["within_prediction"].map(lambda v: "-" if v is None else v)  # 1 trial
-        print(fmt.plain(shown.drop(columns=[c for c in ("benchmark", "split", "assembly") if shown[c].nunique() <= 1])))
-        for _, pair in pairs.iterrows():
-            half = f"{int(pair['trials'])}+{int(pair['trials'])}"
-            print(fmt.wrap(f"{pair['a']} vs {pair['b']}: {flip_line(pair['flip_rate'], int(pair['tasks']), half)}",
-                           "  "))
+        print("\nA/A experiment (the same cell, two seeds; paired on task and trial; predicted = ±1.96 x the power "
+              "module's rerun spread sqrt(within / (trials x tasks))):")
+    for _, pair in pairs.iterrows():
+        print(fmt.wrap(experiment_line(pair)))
+        half = f"{int(pair['trials'])}+{int(pair['trials'])}"
+        print(fmt.wrap(f"  {flip_line(pair['flip_rate'], int(pair['tasks']), half)}", "    "))
     return 0
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -256,7 +255,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         memory = args.memory or facts.get("memory")
         cells, prices = plan(facts, strategies, trials, pilot, args.run, memory)
     except (PlanError, OSError, ValueError) as exc:
-        print(f"memdeliv plan: {exc}", file=sys.stderr)
+        fmt.refuse("plan", exc)
         return 2
     print(report(facts, cells, prices, trials, pilot, args.delta, memory))
     return 0

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import textwrap
 
 import numpy as np
 import pandas as pd
@@ -166,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             table = simulated_table(args.profile, args.world, args.limit, args.trials, args.delta)
         except WorldError as exc:
-            print(f"memdeliv power: {exc}", file=sys.stderr)
+            fmt.refuse("power", exc)
             return 2
         print(fmt.simulated_banner(table["model"]) + "\n")
     elif args.runs:
@@ -189,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     shown = display(table)
     same = [c for c in ("benchmark", "split", "assembly", "model") if c in shown and shown[c].nunique() <= 1]
     for line in above + ([", ".join(f"{c}: {shown[c].iloc[0] or '-'}" for c in same)] if same else []):
-        print(textwrap.fill(line, fmt.WIDTH, subsequent_indent="  "))  # said once above the table: it fits a terminal
+        print(fmt.wrap(line))  # said once above the table: it fits a terminal
     shown = shown.drop(columns=same)
     if "model" in shown:  # several models: one table each under its name, so the rows keep to 160 columns
         print("\n\n".join(f"{model}:\n{fmt.plain(rows.drop(columns='model'))}"
@@ -197,15 +196,15 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(fmt.plain(shown))
     for line in below:
-        print(textwrap.fill(line, fmt.WIDTH, subsequent_indent="  "))
-    print("\n" + textwrap.fill(
+        print(fmt.wrap(line))
+    print("\n" + fmt.wrap(
         f"Paired over the tasks x trials both strategies ran (`paired`), two-sided α = {stats.ALPHA}, power "
         f"{POWER:.0%}. p = the tables' paired test of Δ vs none (McNemar / sign-flip). MDΔ = the smallest difference "
         f"vs none rerunning these tasks x trials detects ('{fmt.TOO_FEW}' when a handful of tasks cannot); tasks@T = "
         f"NEW tasks needed to detect Δ = {args.delta:g} points at T trials per task (the between-task spread "
         f"counts, never less than 0/1 outcomes allow). `underpowered`: p did not find the difference AND the "
         f"observed |Δ| is below the MDΔ (not enough evidence either way); a difference p finds is never flagged. "
-        f"agreement = share of tasks whose trials all agree.", fmt.WIDTH))
+        f"agreement = share of tasks whose trials all agree.", ""))
     return 0
 
 

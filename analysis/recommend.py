@@ -17,7 +17,6 @@ default) and with infra excluded. Strategies that ran on different task sets are
 from __future__ import annotations
 
 import argparse
-import sys
 import textwrap
 
 import pandas as pd
@@ -108,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         recs = recommend(records, k=args.k, by=args.by, delta_pts=args.delta, amortise_over=args.amortise_over,
                          shared_tasks=args.shared_tasks)
     except (FileNotFoundError, ValueError) as exc:
-        print(f"memdeliv recommend: {exc}", file=sys.stderr)
+        fmt.refuse("recommend", exc)
         return 2
     if banner := fmt.simulated_banner(records["model"].dropna()):
         print(banner + "\n")

@@ -30,7 +30,8 @@ from analysis import fmt, ibm, identity, infra, plots, power, stats, task_effect
 from analysis.build_cost import add_build_cost
 from analysis.costs import add_costs
 from analysis.compare import model_table
-from analysis.displays import markdown, models_display, pairs_display, scenario_warnings, strategies_display
+from analysis.displays import (COMPACT_NOTE, compact_display, markdown, models_display, pairs_display,
+                               scenario_warnings, strategies_display)
 from analysis.load import add_pool_option, load_compared, load_memory_history, steps_frame
 from analysis.metrics import EXCLUDED, GROUP, INFRA, infra_imbalance, paired_comparisons, summarize
 
@@ -141,6 +142,19 @@ def header(result: Analysis) -> str:
     return view_line(result.exclude) + "\n\n" + ("\n".join(f"- {line}" for line in lines) + "\n\n" if lines else "")
 
 
+def models_terminal(models: pd.DataFrame) -> str:
+    """The models table narrowed for a terminal: tasks × trials in one column, a tie's rule as a numbered note."""
+    rules = [r if isinstance(r, str) and r else "" for r in models.get("best_rule", pd.Series("", models.index))]
+    notes = list(dict.fromkeys(r for r in rules if r))
+    shown = fmt.drop_constant(models_display(models.assign(best_rule="")))
+    shown.insert(list(shown.columns).index("tasks"), "tasks×k", shown["tasks"].astype(str) + "×" +
+                 shown["trials"].astype(str))
+    shown["best strategy"] = [b + (f" [{notes.index(r) + 1}]" if r else "") for b, r in zip(shown["best strategy"],
+                                                                                           rules)]
+    return fmt.plain(shown.drop(columns=["tasks", "trials"])) + "".join("\n" + fmt.wrap(f"[{i}] {n}", "    ")
+                                                                   for i, n in enumerate(notes, 1))
+
+
 def write(result: Analysis, out_dir: Path, plot: bool = True) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
@@ -197,7 +211,7 @@ def cli(doc: str, argv: list[str] | None, default_out: str) -> tuple[argparse.Na
                                   amortise_over=args.amortise_over, pool_runs=args.pool_runs,
                                   shared_tasks=args.shared_tasks)
     except (FileNotFoundError, ValueError) as exc:
-        print(f"memdeliv {parser.prog}: {exc}", file=sys.stderr)
+        fmt.refuse(parser.prog, exc)
         return args, out, None
 
 
@@ -208,22 +222,23 @@ def main(argv: list[str] | None = None) -> int:
     written = write(result, out, plot=not args.no_plots)
     if banner := fmt.simulated_banner(result.summary["model"]):
         print(banner + "\n")
-    print(header(result) + markdown(strategies_display(result.summary)))
+    # the terminal gets the compact tables, each line within fmt.WIDTH; the .md / .csv files keep every column
+    print(fmt.wrap(header(result)) + fmt.plain(compact_display(result.summary)))
     for line in scenario_warnings(result.summary):
-        print(line, file=sys.stderr)
-    print("\n" + markdown(models_display(result.models)))
+        print(fmt.wrap(line), file=sys.stderr)
+    print("\n" + models_terminal(result.models))
     if effects := task_effects.terminal(result):  # per task vs none, the noise floor beside Δ (issue 28)
         print("\nPer task vs none (links to each task's compare page: task_effects.md):\n" + effects)
     for name, table in result.views.items():
         print(f"\n{name}:\n" + ibm.terminal(table))  # notes as footnotes; {name}.md keeps them in the rows
         for line in ibm.token_lines(table):
-            print("  " + line)
+            print(fmt.wrap("  " + line, "    "))
     if result.history.empty:
         print("\n(no memory history files under <run>/memory/: growth plot skipped)")
-    print("\n" + result.notes)
+    print("\n" + fmt.wrap(result.notes + " " + COMPACT_NOTE, ""))
     for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    print(f"wrote {len(written)} files to {out}")
+        print(fmt.wrap(f"warning: {warning}"), file=sys.stderr)
+    print(fmt.wrap(f"wrote {len(written)} files to {out} (strategies.md: every column of the strategies table)"))
     return 0
 
 

@@ -80,8 +80,7 @@ def _ids(ids: list[str]) -> str:
 def display(table: pd.DataFrame) -> pd.DataFrame:
     shown = table.copy()
     shown["model"] = shown["model"].map(fmt.model_label)
-    return corruption_column(shown.drop(columns=[c for c in ("benchmark", "split", "assembly")
-                                                 if shown[c].nunique() <= 1] + [READING]))
+    return corruption_column(fmt.drop_constant(shown.drop(columns=[READING])))
 
 
 def write(result, out_dir: Path, viewer: str = harm.VIEWER_URL) -> list[Path]:
@@ -104,7 +103,8 @@ def terminal(result) -> str:
     table = result.per_task[1]
     if table.empty:
         return ""
-    return "\n".join([fmt.plain(display(table)), *(fmt.wrap(line, "  ") for line in readings(table)), NOTE])
+    readings_lines = [fmt.wrap(line, "  ") for line in readings(table)]
+    return "\n".join([fmt.plain(display(table)), *readings_lines, fmt.wrap(NOTE, "")])
 
 
 def html_section(result, viewer: str = harm.VIEWER_URL) -> str:

@@ -29,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 import strategies
 from harness.assembly import options as assembly_options
 from harness import benchmarks, secrets
+from harness.terminal import wrap
 from harness.config import (CONFIG_DIR, TOOL_MODES, job_memory, register_plugin_benchmarks,
                              register_plugin_strategies, register_schemas, strategy_options)
 
@@ -270,13 +271,13 @@ def _job(cfg: DictConfig) -> Any:
 def report_job(summary: dict[str, Any]) -> None:
     """The end-of-job line, and a warning when this model's strategies have different infra rates so far."""
     errors = ", ".join(f"{label} {n}" for label, n in summary["errors"].items()) or "none"
-    # two lines, each within a terminal's 160 columns for a usual job key and run directory
-    print(f"memdeliv: {summary['job']}: ran {summary['ran']}, resumed past {summary['skipped']} -> "
-          f"{summary['run_dir']}\n  errors: {errors} (each a failed episode, infra too: tau2-bench's leaderboard "
-          f"convention); infra rerun from before {summary.get('infra_rerun', 0)}; provider retries "
-          f"{summary.get('retried', 0)}")
+    # two lines, each wrapped to a terminal's 160 columns
+    print(wrap(f"memdeliv: {summary['job']}: ran {summary['ran']}, resumed past {summary['skipped']} -> "
+               f"{summary['run_dir']}\n  errors: {errors} (each a failed episode, infra too: tau2-bench's leaderboard "
+               f"convention); infra rerun from before {summary.get('infra_rerun', 0)}; provider retries "
+               f"{summary.get('retried', 0)}", "    "))
     if warning := summary.get("infra_warning"):
-        print(f"memdeliv: warning: {warning}", file=sys.stderr)
+        print(wrap(f"memdeliv: warning: {warning}"), file=sys.stderr)
 
 
 def checked_command(argv: list[str]) -> tuple[list[str], list[str]]:

@@ -23,6 +23,7 @@ from typing import Iterable, Optional, TextIO
 from tqdm import tqdm
 
 from harness.row import Row
+from harness.terminal import wrap
 from harness.runner.budget import episode_cost
 
 # the roles whose figure says a call was priced (a judge that made no call is recorded as $0.0, not priced)
@@ -90,8 +91,8 @@ class Progress:
 
     def line(self) -> str:
         elapsed = int(time.monotonic() - self._began)
-        return (f"memdeliv: {self.key}: {self.done}/{self.total} episodes, {self.steps} agent steps, {self.stats()}, "
-                f"{elapsed // 60}m{elapsed % 60:02d}s")
+        return wrap(f"memdeliv: {self.key}: {self.done}/{self.total} episodes, {self.steps} agent steps, "
+                    f"{self.stats()}, {elapsed // 60}m{elapsed % 60:02d}s")
 
     def update(self, n: int = 1, record: Optional[Row] = None) -> None:
         self.done += n
