@@ -208,7 +208,7 @@ plan: setup
 	@facts=$$(mktemp -t memdeliv-plan.XXXXXX); \
 	$(PY) -m harness.plan_facts --out $$facts $(MODEL_ARGS) strategy=none benchmark=$(BENCH) benchmark.split=$(SPLIT) \
 		$(if $(LIMIT),benchmark.limit=$(LIMIT)) $(if $(TRIALS),benchmark.trials=$(TRIALS)) \
-		$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS)) $(if $(MEMORY),memory=$(MEMORY)) $(ARGS) \
+		$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS)) $(if $(MEMORY),memory=$(MEMORY)) $(EXPERIENCE_ARGS) $(ARGS) \
 	&& $(PY) -m analysis.plan --facts $$facts --strategies $(STRATEGIES) $(if $(PILOT),--pilot $(PILOT)) \
 		$(if $(filter command line,$(origin RUN)),--run runs/$(RUN)) \
 		$(if $(filter command line,$(origin DELTA)),--delta $(DELTA)); \

@@ -65,6 +65,15 @@ def memory_block_tokens(strategy: str, memory: Optional[str], model: str, option
         playbook, _ = read_playbook_or_guidelines(memory)
         return float(count(playbook.render())), "ACE playbook as it starts (it grows online)"
     guidelines, _ = load_memory(memory)
+    if strategy in ("exp_rag", "long_context"):  # an experiences artifact (strategies/experiences.py)
+        from strategies.experiences import render_experiences
+
+        top_k = int(options.get("top_k", 4)) if strategy == "exp_rag" else len(guidelines)
+        by_length = sorted(guidelines, key=lambda g: len(g.text))
+        start = max(0, len(by_length) // 2 - top_k // 2)  # median-length ones stand for what retrieval picks
+        picked = by_length[start:start + top_k] if strategy == "exp_rag" else guidelines
+        return float(count(render_experiences(picked))), (f"top_k {len(picked)} experiences"
+                                                          if strategy == "exp_rag" else "every experience")
     if strategy == "core_retrieval":
         core_support, min_support = int(options.get("core_support", 3)), int(options.get("min_support", 1))
         top_k = int(options.get("top_k", 10))

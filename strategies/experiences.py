@@ -49,7 +49,7 @@ def condense(trajectory: Trajectory, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     parts = [f"Task: {task or '(stated in conversation)'}",
              f"Actions: {' -> '.join(calls) if calls else '(no tool calls)'}"]
     if replies:
-        parts.append(f"Last reply: {_flat(replies[-1])}")
+        parts.append(f"Last reply: {_flat(str(replies[-1]))}")
     line = " | ".join(parts)
     return line if len(line) <= max_chars else line[:max_chars - 3].rstrip() + "..."
 

@@ -68,6 +68,9 @@ def _filled(argv: list[str], world: str) -> list[str] | None:
         elif sep and name == "memory" and (_PLACEHOLDER.search(value) or (
                 value.startswith("runs/memory/") and not (REPO / value).is_file())):
             value = str(SAMPLE_MEMORY)
+        elif sep and name.startswith("memory_by_strategy.") and value.endswith("/experiences.jsonl") \
+                and not (REPO / value).is_file():
+            value = _experiences(world)  # what `make experiences` writes (docs/strategies.md)
         elif sep and name == "model.gguf" and _PLACEHOLDER.search(value):
             value = "bundled"
         elif sep and name == "benchmark.data_dir" and not (REPO / value).is_dir():  # `make tau2-data` (internet)
@@ -86,6 +89,16 @@ def _corrupted_series(world: str) -> str:
     for rate in (0, 0.1, 0.3, 0.5):
         if not series_path(out, "contradict", rate).is_file():
             corrupt(world, series_path(out, "contradict", rate), Spec("contradict", rate))
+    return str(out)
+
+
+def _experiences(world: str) -> str:
+    """A one-episode experiences artifact (strategies/experiences.py), beside the test's world."""
+    from strategies import Guideline, save_memory
+
+    out = Path(world).parent / "experiences.jsonl"
+    save_memory(out, [Guideline(id="exp-0", text="Task: return an item | Actions: get_order()",
+                                source_task_text="return an item")], {"kind": "experiences"})
     return str(out)
 
 
