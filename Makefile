@@ -26,8 +26,12 @@ MEMNAME     ?= $(BENCH)__$(subst /,_,$(MODEL))
 # them alone as memory_by_strategy.<name> when they are in STRATEGIES
 EXPERIENCES ?= runs/memory/$(MEMNAME)/experiences.jsonl
 comma := ,
+# reasoning_bank starts from `make reasoning-bank`'s bank when it exists (else from memory=; memory=null: empty)
+REASONING_BANK ?= $(wildcard runs/memory/$(MEMNAME)/reasoning_bank/bank.jsonl)
 EXPERIENCE_ARGS = $(foreach s,$(filter exp_rag long_context,$(subst $(comma), ,$(STRATEGIES))),\
-	+memory_by_strategy.$(s)=$(EXPERIENCES))
+	+memory_by_strategy.$(s)=$(EXPERIENCES)) \
+	$(if $(and $(REASONING_BANK),$(filter reasoning_bank,$(subst $(comma), ,$(STRATEGIES)))),\
+	+memory_by_strategy.reasoning_bank=$(REASONING_BANK))
 RUNS        ?= runs/$(RUN)
 EXPERIMENT  ?=
 MODEL_MAP   ?=
@@ -56,7 +60,7 @@ MEMORY_ARGS = $(MODEL_ARGS) benchmark=$(BENCH) \
 	$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS))
 
 .PHONY: setup lint test sweep selfcheck table tables report view export-tau2 import-tau2 bench bench-retrieval bench-scale clean-venv memory ace lock \
-	appworld-data tau2-data simulated-memory experiences power recommend plan corrupt aa
+	appworld-data tau2-data simulated-memory experiences reasoning-bank power recommend plan corrupt aa
 
 # `make setup` builds its parts concurrently (a sub-make with -j$(SETUP_JOBS)): the main venv's installs,
 # AppWorld's venv and apt's chromium wait on the network and the disk beside the llama-cpp-python compile, which
@@ -159,6 +163,10 @@ memory: setup
 # exp_rag / long_context's artifact: a `none` run on train (as `make memory`), each episode condensed, no model call
 experiences: setup
 	$(PY) -m harness.memory.experiences --name $(MEMNAME) -- $(MEMORY_ARGS)
+
+# reasoning_bank's offline bank: a `none` run on train (as `make memory`), each episode judged and distilled
+reasoning-bank: setup
+	$(PY) -m harness.memory.reasoning_bank --name $(MEMNAME) -- $(MEMORY_ARGS)
 
 # The SIMULATED world (docs/simulated-world.md): planted guideline relevance for model=simulated, no key needed
 simulated-memory: setup
