@@ -74,6 +74,18 @@ def memory_block_tokens(strategy: str, memory: Optional[str], model: str, option
         picked = by_length[start:start + top_k] if strategy == "exp_rag" else guidelines
         return float(count(render_experiences(picked))), (f"top_k {len(picked)} experiences"
                                                           if strategy == "exp_rag" else "every experience")
+    if strategy == "reasoning_bank":  # the top_k median-sized past tasks' items (strategies/reasoning_bank.py)
+        from strategies.reasoning_bank import render_bank
+
+        groups: dict[str, list] = {}
+        for g in guidelines:
+            groups.setdefault(g.id.rsplit("-", 1)[0], []).append(g)
+        tasks = sorted(groups.values(), key=lambda items: sum(len(g.text) for g in items))
+        top_k = int(options.get("top_k", 1))
+        start = max(0, len(tasks) // 2 - top_k // 2)
+        picked = [g for items in tasks[start:start + top_k] for g in items]
+        return float(count(render_bank(picked))), (f"top_k {top_k} past tasks' items; it grows online (its judge "
+                                                   "and extractor calls per episode are not in this estimate)")
     if strategy == "core_retrieval":
         core_support, min_support = int(options.get("core_support", 3)), int(options.get("min_support", 1))
         top_k = int(options.get("top_k", 10))
