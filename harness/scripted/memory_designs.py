@@ -4,7 +4,10 @@ offline on the scripted and simulated models.
 
 - ReasoningBank's judge: `Status: "success"` when the agent made at least one tool call, else `"failure"`;
 - its extractor: one memory item (two when the agent called two tools or more) filled in from the tool names the
-  trajectory shows, in the reference's Markdown format. They are templates, NOT learned lessons.
+  trajectory shows, in the reference's Markdown format;
+- Dynamic Cheatsheet's curator: the previous cheatsheet's entries, plus one for the episode's first tool (its count
+  raised when the entry is there already), between <cheatsheet> tags.
+They are templates, NOT learned lessons.
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ import litellm
 from litellm import CustomLLM, ModelResponse
 
 from harness.serving.providers import Provider, register_provider
+from strategies.dynamic_cheatsheet import CURATOR_SYSTEM
 from strategies.reasoning_bank_prompts import JUDGE_SYSTEM
 from strategies.role_llm import SCRIPTED_DESIGNS
 
 PROVIDER = SCRIPTED_DESIGNS.split("/", 1)[0]
 _TOOL_CALL = re.compile(r"^\[assistant -> tool\] (\w+)\(", re.M)
+_ENTRY = re.compile(r"^- \[dc-(\d+)\] (.*) \(count: (\d+)\)$", re.M)
 
 
 def _item(i: int, title: str, description: str, content: str) -> str:
@@ -29,6 +34,8 @@ def _item(i: int, title: str, description: str, content: str) -> str:
 
 def answer(system: str, prompt: str) -> str:
     tools = list(dict.fromkeys(_TOOL_CALL.findall(prompt)))
+    if system.strip() == CURATOR_SYSTEM.strip():
+        return _cheatsheet(prompt.split("## Previous cheatsheet", 1)[-1], tools)
     if system.strip() == JUDGE_SYSTEM.strip():
         return f"Thoughts: SCRIPTED judge: {len(tools)} distinct tools called.\nStatus: \"" \
                f"{'success' if tools else 'failure'}\""
@@ -43,6 +50,15 @@ def answer(system: str, prompt: str) -> str:
         items.append(_item(2, f"Then {tools[-1]}", f"Finish with {tools[-1]} once the facts are known.",
                            f"Confirm the change with the user before {tools[-1]}."))
     return "\n".join(items)
+
+
+def _cheatsheet(previous: str, tools: list[str]) -> str:
+    entries = {text: [int(n), int(count)] for n, text, count in _ENTRY.findall(previous)}
+    if tools:
+        text = f"Call {tools[0]} early in tasks like this one, before any change"
+        entries.setdefault(text, [len(entries) + 1, 0])[1] += 1
+    lines = [f"- [dc-{n}] {text} (count: {count})" for text, (n, count) in sorted(entries.items(), key=lambda e: e[1])]
+    return "<cheatsheet>\n" + ("\n".join(lines) or "(empty)") + "\n</cheatsheet>"
 
 
 class ScriptedDesigns(CustomLLM):
