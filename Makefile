@@ -28,10 +28,12 @@ EXPERIENCES ?= runs/memory/$(MEMNAME)/experiences.jsonl
 comma := ,
 # reasoning_bank starts from `make reasoning-bank`'s bank when it exists (else from memory=; memory=null: empty)
 REASONING_BANK ?= $(wildcard runs/memory/$(MEMNAME)/reasoning_bank/bank.jsonl)
+AWM ?= runs/memory/$(MEMNAME)/awm/workflows.jsonl
 EXPERIENCE_ARGS = $(foreach s,$(filter exp_rag long_context,$(subst $(comma), ,$(STRATEGIES))),\
 	+memory_by_strategy.$(s)=$(EXPERIENCES)) \
 	$(if $(and $(REASONING_BANK),$(filter reasoning_bank,$(subst $(comma), ,$(STRATEGIES)))),\
-	+memory_by_strategy.reasoning_bank=$(REASONING_BANK))
+	+memory_by_strategy.reasoning_bank=$(REASONING_BANK)) \
+	$(if $(filter awm,$(subst $(comma), ,$(STRATEGIES))),+memory_by_strategy.awm=$(AWM))
 RUNS        ?= runs/$(RUN)
 EXPERIMENT  ?=
 MODEL_MAP   ?=
@@ -60,7 +62,7 @@ MEMORY_ARGS = $(MODEL_ARGS) benchmark=$(BENCH) \
 	$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS))
 
 .PHONY: setup lint test sweep selfcheck table tables report view export-tau2 import-tau2 bench bench-retrieval bench-scale clean-venv memory ace lock \
-	appworld-data tau2-data simulated-memory experiences reasoning-bank power recommend plan corrupt aa
+	appworld-data tau2-data simulated-memory experiences reasoning-bank awm power recommend plan corrupt aa
 
 # `make setup` builds its parts concurrently (a sub-make with -j$(SETUP_JOBS)): the main venv's installs,
 # AppWorld's venv and apt's chromium wait on the network and the disk beside the llama-cpp-python compile, which
@@ -167,6 +169,10 @@ experiences: setup
 # reasoning_bank's offline bank: a `none` run on train (as `make memory`), each episode judged and distilled
 reasoning-bank: setup
 	$(PY) -m harness.memory.reasoning_bank --name $(MEMNAME) -- $(MEMORY_ARGS)
+
+# awm's workflows: a `none` run on train (as `make memory`), one induction call over its successful episodes
+awm: setup
+	$(PY) -m harness.memory.workflows --name $(MEMNAME) -- $(MEMORY_ARGS)
 
 # The SIMULATED world (docs/simulated-world.md): planted guideline relevance for model=simulated, no key needed
 simulated-memory: setup

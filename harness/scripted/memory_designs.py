@@ -5,6 +5,8 @@ offline on the scripted and simulated models.
 - ReasoningBank's judge: `Status: "success"` when the agent made at least one tool call, else `"failure"`;
 - its extractor: one memory item (two when the agent called two tools or more) filled in from the tool names the
   trajectory shows, in the reference's Markdown format;
+- AWM's induction: one workflow per distinct pair of first two tools of the tasks shown (at most 3), after
+  `# Summary Workflows`;
 - Dynamic Cheatsheet's curator: the previous cheatsheet's entries, plus one for the episode's first tool (its count
   raised when the entry is there already), between <cheatsheet> tags.
 They are templates, NOT learned lessons.
@@ -19,6 +21,8 @@ import litellm
 from litellm import CustomLLM, ModelResponse
 
 from harness.serving.providers import Provider, register_provider
+from strategies.awm import INSTRUCTION as AWM_INSTRUCTION
+from strategies.awm import SUMMARY
 from strategies.dynamic_cheatsheet import CURATOR_SYSTEM
 from strategies.reasoning_bank_prompts import JUDGE_SYSTEM
 from strategies.role_llm import SCRIPTED_DESIGNS
@@ -34,6 +38,8 @@ def _item(i: int, title: str, description: str, content: str) -> str:
 
 def answer(system: str, prompt: str) -> str:
     tools = list(dict.fromkeys(_TOOL_CALL.findall(prompt)))
+    if system.strip() == AWM_INSTRUCTION.strip():
+        return _workflows(prompt.split("## Tasks to summarise", 1)[-1])
     if system.strip() == CURATOR_SYSTEM.strip():
         return _cheatsheet(prompt.split("## Previous cheatsheet", 1)[-1], tools)
     if system.strip() == JUDGE_SYSTEM.strip():
@@ -50,6 +56,14 @@ def answer(system: str, prompt: str) -> str:
         items.append(_item(2, f"Then {tools[-1]}", f"Finish with {tools[-1]} once the facts are known.",
                            f"Confirm the change with the user before {tools[-1]}."))
     return "\n".join(items)
+
+
+def _workflows(tasks: str) -> str:
+    pairs = [tuple(re.findall(r"(\w+)\(", line)[:2]) for line in tasks.splitlines() if line.startswith("Actions:")]
+    kept = list(dict.fromkeys(p for p in pairs if len(p) == 2))[:3]
+    lines = [f"Workflow {i}: Open like earlier tasks: {a}({{...}}) -> {b}({{...}})" for i, (a, b) in
+             enumerate(kept, start=1)]
+    return f"{SUMMARY}\n\n" + "\n".join(lines)
 
 
 def _cheatsheet(previous: str, tools: list[str]) -> str:
