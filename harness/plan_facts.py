@@ -58,7 +58,9 @@ def facts(cfg: Any) -> dict[str, Any]:
                                                 "price_per_mtok_cached", "price_per_mtok_cache_write")
                       if k in model},
             "strategy_options": strategy_options(cfg),
-            "memory": cfg.get("memory"), "tasks": [str(t.id) for t in tasks], "gold_actions": gold,
+            "memory": cfg.get("memory"),
+            "memory_by_strategy": OmegaConf.to_container(cfg.get("memory_by_strategy") or {}, resolve=True),
+            "tasks": [str(t.id) for t in tasks], "gold_actions": gold,
             "train_tasks": train}
 
 
