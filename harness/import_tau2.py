@@ -30,7 +30,7 @@ from harness.run import compose_job
 from harness.row import SCHEMA_VERSION, Row
 from harness.runner.job import identity, job_key, slug
 from harness.store import RunStore
-from strategies.atomic import write_text_atomic
+from foundation.atomic import write_text_atomic
 
 STRATEGY = "none"  # an imported file's agent ran without our memory
 

@@ -141,12 +141,12 @@ def check_job(cfg: DictConfig, sweep: list[str] | None = None) -> None:
         except LocalServerError as exc:
             raise ConfigError(f"model.gguf: {exc}") from None
     if cfg.model.name.startswith("memdeliv-simulated/"):
-        from strategies import simulated_world as world
+        from harness.scripted import simulated_world
 
         try:
-            world.profile(cfg.model.profile or "")
-            world.load_world(cfg.model.world or "")
-        except (world.WorldError, ValueError) as exc:
+            simulated_world.profile(cfg.model.profile or "")
+            simulated_world.load_world(cfg.model.world or "")
+        except (simulated_world.WorldError, ValueError) as exc:
             raise ConfigError(str(exc)) from None
     if cfg.model.api_key_env and not os.environ.get(cfg.model.api_key_env):
         raise ConfigError(f"model.api_key_env={cfg.model.api_key_env} but that variable is not set")

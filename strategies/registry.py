@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable
 
 from strategies.base import Guideline, Strategy, StrategyBase
 from strategies.compat import LegacyFactory
-from strategies.plugins import PluginRegistry
+from foundation.plugins import PluginRegistry
 
 GROUP = "memdeliv.strategies"
 

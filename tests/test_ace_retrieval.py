@@ -12,7 +12,7 @@ from ace_fakes import FakeBagOfWordsEmbedder
 from conftest import SAMPLE_MEMORY, read_records, run_cli
 
 import strategies
-from strategies import simulated_world as world
+from harness.scripted import simulated_world as world
 from strategies.ace.llm import JsonLLM
 from strategies.ace.playbook import Playbook
 from strategies.ace.retrieval import AceRetrieval

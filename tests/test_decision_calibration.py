@@ -8,7 +8,7 @@ import pytest
 from known_truth import draw
 
 from analysis import recommend
-from strategies import simulated_world as world
+from harness.scripted import simulated_world as world
 from strategies import load_memory, render_guidelines
 
 SEEDS = range(20)

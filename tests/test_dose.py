@@ -21,7 +21,7 @@ from analysis.plots import dose_response
 from analysis.recommend import recommend
 from analysis.tables import analyse, write
 from strategies import load_memory
-from strategies import simulated_world as world
+from harness.scripted import simulated_world as world
 from strategies.ace.retrieval import AceRetrieval
 from strategies.base import StepView, TaskView
 from strategies.core_retrieval import CoreRetrieval

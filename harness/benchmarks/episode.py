@@ -21,7 +21,7 @@ from harness.errors import classify
 from harness.ledger import Ledger, current
 from harness.records import EpisodeRecord, Trajectory
 from harness.store import redact_text
-from strategies.atomic import write_text_atomic
+from foundation.atomic import write_text_atomic
 
 
 class EpisodeFrame:

@@ -182,10 +182,9 @@ def _artifacts(run_dir: Path) -> Path:
 def refuse_scripted_roles(base: list[str], args: argparse.Namespace) -> None:
     """A scripted agent (the oracle, the simulated world) only replays gold actions: as the Reflector or Curator
     every call would fail and the run would end with an empty playbook. Say so before anything is written."""
-    from harness.scripted import oracle
-    from strategies import simulated_world as world
+    from harness.scripted import oracle, simulated_world
 
-    scripted = (oracle.PROVIDER + "/", world.PROVIDER + "/")
+    scripted = (oracle.PROVIDER + "/", simulated_world.PROVIDER + "/")
     run_model = str(compose_job([*base, "benchmark.split=train"]).model.name)
     for role, chosen in (("Reflector", args.reflector_model), ("Curator", args.curator_model or args.reflector_model)):
         model = run_model if chosen is None else chosen

@@ -43,7 +43,7 @@ from harness.scripted import reflector
 from harness.row import latest_per_episode
 from harness.store import RunStore, now_iso
 from strategies import Trajectory, save_memory
-from strategies.atomic import write_text_atomic
+from foundation.atomic import write_text_atomic
 from strategies.consolidation import consolidate
 from strategies.consolidation_altk import DEFAULT_TARGET, check_mode, consolidate_altk
 from strategies.embeddings import make_embedder

@@ -31,7 +31,7 @@ from harness.records import Outcome
 from harness.runner.budget import Budget
 from harness.runner.job import Job
 from harness.store import now_iso, redact_text
-from strategies.atomic import write_text_atomic
+from foundation.atomic import write_text_atomic
 
 
 # ---------------------------------------------------------------------------------------------- the driver
