@@ -1,7 +1,7 @@
 """Learning after an episode, and re-running it for a learning strategy: ACE's reflect-and-retry rounds.
 
-An online learner's `learn(trajectory, rerun, gold, samples)` (the Strategy protocol; StrategyBase's default is a
-plain `update(trajectory)`) is called after each finished episode with two callables from the harness:
+An online learner's `learn(trajectory, rerun, gold, samples)` (the Strategy protocol; StrategyBase's default learns
+nothing) is called after each finished episode with two callables from the harness:
 - `rerun()` runs the same task x trial again (the strategy decides what to deliver meanwhile) and returns
   the new episode, or None when it failed outside the agent (infra);
 - `gold()` returns the benchmark adapter's gold solution of the task (asked only when ground truth is allowed;

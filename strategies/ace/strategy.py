@@ -114,9 +114,6 @@ class AcePlaybook(StrategyBase):
             retry = self._retry.get(task.task_id)
             return retry if retry is not None else self._delivery
 
-    def update(self, trajectory: Trajectory) -> None:
-        return None
-
     def record_facts(self, trajectory: Trajectory | None) -> dict[str, Any]:
         """Runner hook: fields for the episode's record. `cited_steps`: agent turns that cited a bullet (the
         tables sum it, so a playbook whose counters cannot move shows); `memory_ground_truth`: whether the
