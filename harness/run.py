@@ -259,10 +259,15 @@ def _job(cfg: DictConfig) -> Any:
     except RunStoreError as exc:  # the job is running elsewhere, or the run holds another setup: nothing written
         print(f"memdeliv: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    except ProviderUnusable as exc:  # bad key / unknown model / no route to the provider: every episode would fail
-        print(f"memdeliv: stopped {job_key(cfg)}: {exc}. Episodes recorded so far stay; after the fix, rerun with "
-              f"run_name={cfg.run_name} to resume", file=sys.stderr)
-        raise SystemExit(2) from None
+    except ProviderUnusable as exc:  # before any episode ran (building the strategy, replaying its updates)
+        summary = {"job": job_key(cfg), "stopped": {"reason": "provider_unusable", "detail": str(exc)}}
+    stop = summary.get("stopped") or {}
+    if stop.get("reason") in ("provider_unusable", "provider_unreachable", "interrupted"):
+        why = "interrupted" if stop["reason"] == "interrupted" else stop["detail"]
+        print(f"memdeliv: stopped {summary['job']}: {why}. Episodes recorded so far stay; "
+              f"{'' if stop['reason'] == 'interrupted' else 'after the fix, '}rerun with run_name={cfg.run_name} "
+              "to resume", file=sys.stderr)
+        raise SystemExit(130 if stop["reason"] == "interrupted" else 2)  # a budget's stop ends the job as usual
     report_job(summary)
     return summary
 

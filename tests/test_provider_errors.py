@@ -13,7 +13,7 @@ import pytest
 from litellm import CustomLLM, ModelResponse
 
 from conftest import compose, read_records
-from harness.serving.model_client import ProviderUnusable
+from harness.serving.faults import ProviderUnusable
 from harness.runner import run_job
 from harness.serving.providers import register_provider, unregister_provider
 from harness.scripted.oracle import ScriptedOracle, install

@@ -19,7 +19,8 @@ from typing import Any, Optional
 
 from harness.errors import classify
 from harness.ledger import Ledger, current
-from harness.records import EpisodeRecord, Trajectory
+from harness.records import EpisodeRecord
+from strategies.base import Trajectory
 from harness.store import redact_text
 from foundation.atomic import write_text_atomic
 

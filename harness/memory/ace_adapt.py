@@ -40,7 +40,7 @@ from harness.errors import INFRA
 from harness.row import RESULTS, latest_per_episode, read_rows
 from harness.runner.reflect_and_retry import read_retries
 from harness.scripted import ace_roles
-from harness.serving.model_client import ProviderUnusable
+from harness.serving.faults import ProviderUnusable
 from harness.store import now_iso
 from strategies.ace import load_playbook
 from strategies.memory_file import learned_from

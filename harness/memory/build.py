@@ -36,7 +36,8 @@ from omegaconf import OmegaConf
 
 from harness import benchmarks
 from harness.config import ModelConfig
-from harness.serving.model_client import ModelClient, ProviderUnusable
+from harness.serving.faults import ProviderUnusable
+from harness.serving.model_client import ModelClient
 from harness.serving.models import ModelConfigError, open_model
 from harness.provenance import learned_from
 from harness.scripted import reflector

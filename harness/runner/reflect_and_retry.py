@@ -54,7 +54,7 @@ def learner(strategy: Any, bench: Any, run_attempt: Callable[[Any, int, int], Ou
         def rerun() -> Any:
             outcome = run_attempt(task, trial, next(attempts))
             if outcome.stop is not None:  # bad key / unknown model: the job stops, as for any episode
-                raise ProviderUnusable(outcome.stop)
+                raise ProviderUnusable(outcome.stop.detail)
             assert outcome.row is not None
             append_retry(store, outcome.row)
             if charge is not None:

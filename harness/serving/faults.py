@@ -39,7 +39,3 @@ class ProviderUnusable(BaseException):
     episode's labelling, a strategy wrapper) turns it into one more failed episode: no record is written for it,
     and a rerun after the fix resumes where the job stopped (harness/run.py prints it and exits 2)."""
 
-
-class ProviderUnreachable(ProviderUnusable):
-    """The job's first episodes all ended because the provider could not be reached (harness/runner/reach.py);
-    unlike a bad key, those episodes ran and are recorded (infra), and a rerun runs them again."""
