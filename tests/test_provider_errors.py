@@ -13,7 +13,6 @@ import pytest
 from litellm import CustomLLM, ModelResponse
 
 from conftest import compose, read_records
-from harness.serving.faults import ProviderUnusable
 from harness.runner import run_job
 from harness.serving.providers import register_provider, unregister_provider
 from harness.scripted.oracle import ScriptedOracle, install
@@ -127,8 +126,9 @@ def test_content_filter_is_a_counted_rejection_never_retried(runs_dir, faulty_pr
 
 def test_bad_key_stops_the_job_and_records_nothing(runs_dir, faulty_provider):
     before = next(faulty_provider.calls)
-    with pytest.raises(ProviderUnusable, match="refused the credentials"):
-        run_with("bad-key", runs_dir, "bad-key")
+    summary, _ = run_with("bad-key", runs_dir, "bad-key")
+    assert summary["stopped"]["reason"] == "provider_unusable" and "refused the credentials" in \
+        summary["stopped"]["detail"] and summary["ran"] == 0
     assert next(faulty_provider.calls) - before - 1 == 1  # the second task never called the provider
     results = runs_dir / "bad-key" / "results.jsonl"
     assert not results.exists() or not results.read_text().strip()

@@ -144,15 +144,15 @@ def test_a_worker_that_cannot_build_the_job_stops_it(local_ray, runs_dir, monkey
 
 def test_a_bad_key_seen_in_a_worker_stops_the_job(local_ray, runs_dir):
     from fault_server import FaultServer, scripts_for
-    from harness.serving.faults import ProviderUnusable
 
     with FaultServer(*scripts_for(compose("model=oracle", "benchmark.limit=2"))) as server:
         server.default = "401"
         cfg = compose("model=litellm", "model.name=openai/fault-agent", f"+model.kwargs.api_base={server.api_base}",
                       "+model.kwargs.api_key=fault-test-cred", "executor=ray", "executor.num_cpus=2",
                       "benchmark.limit=2", "progress=false", f"runs_dir={runs_dir}", "run_name=badkey")
-        with pytest.raises(ProviderUnusable, match="refused the credentials"):
-            run_job(cfg)
+        summary = run_job(cfg)
+        assert summary["stopped"]["reason"] == "provider_unusable" and "refused the credentials" in \
+            summary["stopped"]["detail"] and summary["ran"] == 0
         assert set(server.injected()) == {"401"}
     results = runs_dir / "badkey" / "results.jsonl"
     assert not results.exists() or not results.read_text().strip()  # no episode recorded as a failure
