@@ -22,7 +22,8 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 from harness.serving.model_client import ProviderStats, Usage, count_tokens, provider_stats
 from harness.serving.providers import declared_provider
-from strategies.base import ModelCall, calls_to
+from strategies import ModelCall
+from strategies.base import calls_to
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Optional
 
 from harness.row import Row
-from strategies.base import Trajectory
+from strategies import Trajectory
 
 
 @dataclass(frozen=True)

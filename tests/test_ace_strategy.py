@@ -12,8 +12,11 @@ from ace_fakes import MODEL, install_scripted_roles
 from analysis.load import load_memory_history
 from analysis.plots import memory_growth
 from strategies import load_memory, StepView, StrategyContext, TaskView, Trajectory, create
-from strategies.ace import AceSettings, Adapter, JsonLLM, Playbook, load_playbook
-from strategies.ace.online import AceOnline, token_counter
+from strategies.ace.adapt import AceSettings, Adapter
+from strategies.ace.llm import JsonLLM
+from strategies.ace.playbook import load_playbook, Playbook
+from strategies.ace.online import AceOnline
+from strategies.budget import token_counter
 
 SAMPLE = "strategies/samples/ace_sample_playbook.jsonl"
 GUIDELINES = "strategies/samples/tau2_sample.jsonl"

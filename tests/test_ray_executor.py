@@ -210,7 +210,7 @@ def test_a_budget_on_ray_stops_within_one_wave_and_a_higher_one_resumes(local_ra
 
 def test_an_online_learner_with_one_stream_stays_on_the_driver(capsys):
     from harness.runner import resolve
-    from strategies.base import StrategyBase
+    from strategies import StrategyBase
 
     job = resolve(compose("model=oracle", "strategy=ace_online", "executor=ray"))
     assert executors.create(job, StrategyBase(learns_online=True), served={}).name == "in order"

@@ -21,7 +21,7 @@ from harness.memory.corrupt import Spec, corrupt, series_path
 from strategies import load_memory, render_guidelines
 from harness.scripted import simulated_world as world
 from strategies.ace.playbook import Playbook
-from strategies.base import StepView, TaskView
+from strategies import StepView, TaskView
 from strategies.core_retrieval import CoreRetrieval
 
 RATES = (0, 10, 30, 50)

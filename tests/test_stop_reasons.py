@@ -18,7 +18,7 @@ from harness.runner import episode as episode_module
 from harness.runner.budget import Budget
 from harness.runner.reach import FIRST
 from harness.serving.faults import ProviderUnusable
-from strategies.base import EMPTY, StrategyBase
+from strategies import EMPTY, StrategyBase
 
 TASKS = 4
 

@@ -20,8 +20,8 @@ from typing import Any, Optional
 from harness.errors import classify
 from harness.ledger import Ledger, current
 from harness.records import EpisodeRecord
-from strategies.base import Trajectory
-from harness.store import redact_text
+from strategies import Trajectory
+from harness.secrets import redact_text
 from foundation.atomic import write_text_atomic
 
 

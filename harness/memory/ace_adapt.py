@@ -42,7 +42,7 @@ from harness.runner.reflect_and_retry import read_retries
 from harness.scripted import ace_roles
 from harness.serving.faults import ProviderUnusable
 from harness.store import now_iso
-from strategies.ace import load_playbook
+from strategies.ace.playbook import load_playbook
 from strategies.memory_file import learned_from
 from strategies.ace.adapt import DEFAULT_REFLECTION_ROUNDS
 from strategies.ace.strategy import HISTORY, LATEST

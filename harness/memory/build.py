@@ -39,7 +39,7 @@ from harness.config import ModelConfig
 from harness.serving.faults import ProviderUnusable
 from harness.serving.model_client import ModelClient
 from harness.serving.models import ModelConfigError, open_model
-from harness.provenance import learned_from
+from strategies.memory_file import learned_from
 from harness.scripted import reflector
 from harness.row import latest_per_episode
 from harness.store import RunStore, now_iso

@@ -30,7 +30,8 @@ from harness.errors import HARNESS, INFRA
 from harness.records import Outcome
 from harness.runner.budget import Budget
 from harness.runner.job import Job
-from harness.store import now_iso, redact_text
+from harness.secrets import redact_text
+from harness.store import now_iso
 from foundation.atomic import write_text_atomic
 
 

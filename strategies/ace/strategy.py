@@ -28,7 +28,7 @@ from strategies.ace.pruning import enforce_budget
 from strategies.ace.pruning import drop_order
 from strategies.ace.roles import cited_steps
 from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory
-from strategies.budget import FALLBACK_TOKENIZER_MODEL, budget_option, fit_budget, token_counter  # noqa: F401
+from strategies.budget import budget_option, fit_budget, token_counter
 from strategies.options import check_types
 from strategies.registry import StrategyContext
 
