@@ -1,6 +1,6 @@
 """What a model call can end in besides an answer, as exceptions: a module of its own, without LiteLLM (seconds of
 import), so that what only classifies failures (harness/errors.py, the executors) and a command line refused by its
-config check never load it. harness/serving/model_client.py raises them and re-exports them."""
+config check never load it. harness/serving/model_client.py raises them; everyone imports them from here."""
 
 from __future__ import annotations
 
