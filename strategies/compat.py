@@ -102,4 +102,5 @@ class LegacyStrategy:
 
     def applied_episodes(self) -> Optional[frozenset[str]]:
         own = getattr(self.inner, "applied_episodes", None)
-        return frozenset(own()) if own is not None else None
+        applied = own() if own is not None else None
+        return frozenset(applied) if applied is not None else None
