@@ -5,7 +5,7 @@ relevance for (build the world with `--eval-split train`, then corrupt it: label
 truth, as `make ace` does, and we count how many corrupted lessons are still delivered afterwards.
 
 Each episode delivers the whole playbook (ACE's `ace`), the world draws its outcome from what was delivered
-(strategies/simulated_world.py: same p, same draw), and the agent cites the bullets it acted on: those the world
+(harness/scripted/simulated_world.py: same p, same draw), and the agent cites the bullets it acted on: those the world
 plants as relevant or harmful for the task. The Reflector tags every cited bullet helpful on a success and
 harmful on a failure (the scripted Reflector's rule, harness/scripted/ace_roles.py, with the verdict shown);
 the playbook's counters move through ACE's own `Playbook.count`. Nothing leaves the playbook in paper mode
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from analysis import fmt
 from strategies import load_memory
-from strategies import simulated_world as world
+from harness.scripted import simulated_world as world
 from strategies.ace.playbook import Playbook
 from strategies.ace.pruning import enforce_budget
 

@@ -7,7 +7,7 @@ import sys
 
 import pandas as pd
 
-from harness.terminal import WIDTH, lines, wrap  # one width and one wrap for the harness and analysis
+from foundation.terminal import WIDTH, lines, wrap  # one width and one wrap for the harness and analysis
 
 __all__ = ["WIDTH", "lines", "wrap"]  # re-exported: analysis code writes fmt.wrap, fmt.WIDTH
 

@@ -62,9 +62,10 @@ def memory_block_tokens(strategy: str, memory: Optional[str], model: str, option
             "the (empty) cheatsheet it starts from (it grows online; its curator calls are not in this estimate)"
     if not memory or not Path(memory).is_file():
         return 0.0, "no artifact yet"
-    from strategies.base import render_guidelines
+    from strategies import render_guidelines
     from strategies.budget import token_counter
-    from strategies.memory_file import load_memory, read_playbook_or_guidelines
+    from strategies import load_memory
+    from strategies.memory_file import read_playbook_or_guidelines
 
     count = token_counter(model)
     if strategy == "ace":

@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     below: list[str] = []
     if args.profile:
         from analysis.power_world import simulated_table
-        from strategies.simulated_world import WorldError
+        from harness.scripted.simulated_world import WorldError
 
         try:
             table = simulated_table(args.profile, args.world, args.limit, args.trials, args.delta)

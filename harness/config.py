@@ -29,7 +29,7 @@ class ModelConfig:
     gguf: Optional[str] = None  # GGUF file to serve locally (harness/serving/local_server.py); "bundled" = SmolLM2-135M
     n_ctx: int = 8192  # context size of the local server
     server_args: Dict[str, Any] = field(default_factory=dict)  # more llama_cpp.server flags, e.g. n_gpu_layers
-    profile: Optional[str] = None  # model=simulated only: strong | small (strategies/simulated_world.py)
+    profile: Optional[str] = None  # model=simulated only: strong | small (harness/scripted/simulated_world.py)
     world: Optional[str] = None  # model=simulated only: the artifact of `make simulated-memory`
     context_window: Optional[int] = None  # prompt + reply tokens; None = n_ctx (local) or LiteLLM's model info
     prompt_caching: bool = True  # mark the stable prefix with cache_control where the provider needs it (Anthropic)

@@ -28,9 +28,10 @@ from harness.benchmarks.tau2.data import TaskSetError
 from harness.benchmarks.tau2.results_files import ImportedCell, ResultsFileError, read_results_file
 from harness.run import compose_job
 from harness.row import SCHEMA_VERSION, Row
-from harness.runner.job import identity, job_key, slug
+from harness.runner import job_key
+from harness.runner.job import identity, slug
 from harness.store import RunStore
-from strategies.atomic import write_text_atomic
+from foundation.atomic import write_text_atomic
 
 STRATEGY = "none"  # an imported file's agent ran without our memory
 

@@ -21,8 +21,9 @@ from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 from harness.serving.model_client import ProviderStats, Usage, count_tokens, provider_stats
-from strategies import simulated_world
-from strategies.base import ModelCall, calls_to
+from harness.serving.providers import declared_provider
+from strategies import ModelCall
+from strategies.base import calls_to
 
 
 @dataclass(frozen=True)
@@ -64,14 +65,14 @@ def strategy_sum(parts: Iterable[Any]) -> dict[str, Any]:
 class MemoryTokenCounter:
     """Counts a delivered block once per distinct text (a `full` block is identical at every step).
 
-    The simulated model has no tokenizer of its own: its memory is counted as its world reads it (the gpt-4o
-    tokens of the block's bullet lines, strategies.simulated_world.block_tokens), so a step's memory tokens and
-    the planted formula's (the `[simulated: … memory_tokens=…]` tag) are one figure."""
+    A provider served here may count memory its own way (`Provider.memory_tokens`): the simulated model, which
+    has no tokenizer, counts it as its world reads it, so a step's memory tokens and its draw's are one figure."""
 
     def __init__(self, model: str):
         self.model = model
-        simulated = str(model).startswith(f"{simulated_world.PROVIDER}/")
-        self._count = simulated_world.block_tokens if simulated else partial(count_tokens, model)
+        served = declared_provider(model)
+        own = served.memory_tokens if served is not None else None
+        self._count = own if own is not None else partial(count_tokens, model)
         self._cache: dict[str, int] = {}
         self._lock = threading.Lock()
 

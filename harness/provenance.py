@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from strategies.memory_file import learned_from, task_ids_sha256  # noqa: F401  (re-exported)
 
 IN_SAMPLE = "IN-SAMPLE"
 UNKNOWN = "unknown provenance"

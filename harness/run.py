@@ -29,7 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 import strategies
 from harness.assembly import options as assembly_options
 from harness import benchmarks, secrets
-from harness.terminal import wrap
+from foundation.terminal import wrap
 from harness.config import (CONFIG_DIR, TOOL_MODES, job_memory, register_plugin_benchmarks,
                              register_plugin_strategies, register_schemas, strategy_options)
 
@@ -142,12 +142,12 @@ def check_job(cfg: DictConfig, sweep: list[str] | None = None) -> None:
         except LocalServerError as exc:
             raise ConfigError(f"model.gguf: {exc}") from None
     if cfg.model.name.startswith("memdeliv-simulated/"):
-        from strategies import simulated_world as world
+        from harness.scripted import simulated_world
 
         try:
-            world.profile(cfg.model.profile or "")
-            world.load_world(cfg.model.world or "")
-        except (world.WorldError, ValueError) as exc:
+            simulated_world.profile(cfg.model.profile or "")
+            simulated_world.load_world(cfg.model.world or "")
+        except (simulated_world.WorldError, ValueError) as exc:
             raise ConfigError(str(exc)) from None
     if cfg.model.api_key_env and not os.environ.get(cfg.model.api_key_env):
         raise ConfigError(f"model.api_key_env={cfg.model.api_key_env} but that variable is not set")
@@ -260,10 +260,15 @@ def _job(cfg: DictConfig) -> Any:
     except RunStoreError as exc:  # the job is running elsewhere, or the run holds another setup: nothing written
         print(f"memdeliv: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    except ProviderUnusable as exc:  # bad key / unknown model / no route to the provider: every episode would fail
-        print(f"memdeliv: stopped {job_key(cfg)}: {exc}. Episodes recorded so far stay; after the fix, rerun with "
-              f"run_name={cfg.run_name} to resume", file=sys.stderr)
-        raise SystemExit(2) from None
+    except ProviderUnusable as exc:  # before any episode ran (building the strategy, replaying its updates)
+        summary = {"job": job_key(cfg), "stopped": {"reason": "provider_unusable", "detail": str(exc)}}
+    stop = summary.get("stopped") or {}
+    if stop.get("reason") in ("provider_unusable", "provider_unreachable", "interrupted"):
+        why = "interrupted" if stop["reason"] == "interrupted" else stop["detail"]
+        print(f"memdeliv: stopped {summary['job']}: {why}. Episodes recorded so far stay; "
+              f"{'' if stop['reason'] == 'interrupted' else 'after the fix, '}rerun with run_name={cfg.run_name} "
+              "to resume", file=sys.stderr)
+        raise SystemExit(130 if stop["reason"] == "interrupted" else 2)  # a budget's stop ends the job as usual
     report_job(summary)
     return summary
 

@@ -101,7 +101,7 @@ def redact_file(path: Any) -> None:
     """Rewrite a log written by another process (e.g. the local model server) without known secrets."""
     from pathlib import Path
 
-    from strategies.atomic import write_text_atomic
+    from foundation.atomic import write_text_atomic
 
     path = Path(path)
     if path.is_file():

@@ -138,12 +138,11 @@ class Strategy(Protocol):
 
     def deliver(self, task: TaskView, step: StepView) -> Delivery: ...
 
-    def update(self, trajectory: Trajectory) -> None: ...
-
     def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
               samples: Optional[int] = None) -> Mapping[str, Any]:
-        """An online learner's update after one episode (default: `update(trajectory)`); `rerun` and `gold` for
-        ACE's reflect-and-retry (harness/runner/reflect_and_retry.py). Returns facts for the episode's row."""
+        """An online learner's update after one episode (default: nothing learned), and the replay of one lost to
+        a crash (harness/runner/online_replay.py, without rerun or gold); `rerun` and `gold` for ACE's
+        reflect-and-retry (harness/runner/reflect_and_retry.py). Returns facts for the episode's row."""
 
     def for_trial(self, trial: int) -> "Strategy":
         """The strategy trial `trial` sees: an online learner keeps one stream per trial (default: itself)."""
@@ -196,12 +195,8 @@ class StrategyBase:
     def build(self, trajectories: Sequence[Trajectory]) -> None:
         return None
 
-    def update(self, trajectory: Trajectory) -> None:
-        return None
-
     def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
               samples: Optional[int] = None) -> Mapping[str, Any]:
-        self.update(trajectory)
         return {}
 
     def for_trial(self, trial: int) -> "StrategyBase":

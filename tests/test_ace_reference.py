@@ -15,9 +15,12 @@ from analysis.displays import strategies_display
 from analysis.tables import analyse
 from conftest import read_records
 from harness.memory import ace_adapt
-from strategies.ace import AceSettings, Adapter, JsonLLM, Playbook, RoleError, apply_operations, load_playbook
+from strategies.ace.adapt import AceSettings, Adapter
+from strategies.ace.deltas import apply_operations
+from strategies.ace.llm import JsonLLM, RoleError
+from strategies.ace.playbook import load_playbook, Playbook
 from strategies.ace.roles import cited_ids, cited_steps
-from strategies.base import TaskView, Trajectory
+from strategies import TaskView, Trajectory
 from strategies.budget import token_counter
 
 ADAPT = ["model=oracle", "benchmark=tau2_retail", "progress=false", "--train", "2", "--val", "1"]

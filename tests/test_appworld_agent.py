@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from harness import assembly
-from harness.benchmarks.appworld.agent import TRUNCATED, ReActCodeAgent, answer_only, extract_code, truncate
+from harness.assembly.observations import TRUNCATED
+from harness.benchmarks.appworld.agent import ReActCodeAgent, answer_only, extract_code, truncate
 from harness.ledger import Ledger, MemoryTokenCounter
 from harness.serving.model_client import Completion, Usage
 from strategies import Delivery, Guideline, StrategyBase, TaskView

@@ -14,9 +14,8 @@ import strategies
 from conftest import HUNG_S, REPO, SAMPLE_MEMORY
 from harness.memory import workflows
 from harness.provenance import ProvenanceError, check_use
-from strategies import StepView, TaskView, Trajectory, load_memory
+from strategies import StepView, StrategyContext, TaskView, Trajectory, load_memory
 from strategies.awm import KIND, MAX_TOKENS, SUMMARY, TEMPERATURE, AgentWorkflowMemory, parse_workflows
-from strategies.registry import StrategyContext
 
 
 def test_induction_settings_are_the_references():

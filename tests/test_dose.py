@@ -21,9 +21,9 @@ from analysis.plots import dose_response
 from analysis.recommend import recommend
 from analysis.tables import analyse, write
 from strategies import load_memory
-from strategies import simulated_world as world
+from harness.scripted import simulated_world as world
 from strategies.ace.retrieval import AceRetrieval
-from strategies.base import StepView, TaskView
+from strategies import StepView, TaskView
 from strategies.core_retrieval import CoreRetrieval
 from strategies.full import FullMemory
 from strategies.memory_file import read_playbook_or_guidelines
@@ -35,7 +35,7 @@ CELLS = ["none", *[f"dose/core_retrieval_k{k}" for k in (0, 3, 10, 30)],
 def test_dose_cells_are_distinct_jobs_with_their_option_in_the_key():
     from harness.config import register_schemas
     from harness.run import expand_sweeps, with_config_sweeps
-    from harness.runner.job import job_key
+    from harness.runner import job_key
 
     register_schemas()
     jobs = expand_sweeps(with_config_sweeps(["+experiment=dose", "model=oracle"]))

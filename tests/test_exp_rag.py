@@ -14,11 +14,10 @@ import strategies
 from ace_fakes import FakeBagOfWordsEmbedder
 from conftest import HUNG_S, REPO, SAMPLE_MEMORY, read_records, run_cli
 from harness.provenance import HELD_OUT, ProvenanceError, check_use
-from strategies import Guideline, StepView, TaskView, load_memory
+from strategies import Guideline, StepView, StrategyContext, TaskView, load_memory
 from strategies.exp_rag import ExpRag, ExpRagOptions
 from strategies.experiences import KIND
 from strategies.long_context import LongContext
-from strategies.registry import StrategyContext
 
 
 def _experiences() -> tuple[Guideline, ...]:

@@ -17,7 +17,7 @@ from analysis.metrics import scenario_completeness, sgc, summarize, tgc
 from analysis.table import main as table_main
 from analysis.displays import errors_cell, scenario_warnings
 from harness.errors import FailureTally, StrategyError, call_strategy, classify
-from harness.serving.model_client import ContextOverflow, InfraError, RequestRejected
+from harness.serving.faults import ContextOverflow, InfraError, RequestRejected
 from harness.runner import run_job
 from harness.runner.job import identity
 from strategies import EMPTY, StrategyBase

@@ -21,7 +21,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from harness.serving import local_server
 from harness.serving.local_server import BUNDLED, LocalServer
-from harness.serving.model_client import ContextOverflow, ModelClient
+from harness.serving.faults import ContextOverflow
+from harness.serving.model_client import ModelClient
 from harness.run import compose_job
 
 REPO = Path(__file__).resolve().parent.parent

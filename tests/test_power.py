@@ -1,6 +1,6 @@
 """analysis.power against the SIMULATED world, where the true variances and the true Δ are known.
 
-Records come from strategies.simulated_world.simulate_records, which tests/test_simulated_world.py shows to be
+Records come from harness.scripted.simulated_world.simulate_records, which tests/test_simulated_world.py shows to be
 exactly what a real sweep of the simulated agent writes (same p, same draw). 100 seeds: the empirical power's
 standard error is <= 5 points, so the ±10-point check fails by chance with probability < 5%; the seeds are fixed.
 """
@@ -16,7 +16,7 @@ from known_truth import heterogeneous
 
 from analysis import power, power_world, stats
 from analysis.metrics import task_success
-from strategies import simulated_world as world
+from harness.scripted import simulated_world as world
 from strategies import load_memory, render_guidelines
 
 SEEDS = range(100)

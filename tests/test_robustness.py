@@ -19,9 +19,9 @@ from analysis.plots import dose_response
 from analysis.plots import robustness as robustness_plot
 from harness.memory.corrupt import Spec, corrupt, series_path
 from strategies import load_memory, render_guidelines
-from strategies import simulated_world as world
+from harness.scripted import simulated_world as world
 from strategies.ace.playbook import Playbook
-from strategies.base import StepView, TaskView
+from strategies import StepView, TaskView
 from strategies.core_retrieval import CoreRetrieval
 
 RATES = (0, 10, 30, 50)

@@ -19,9 +19,10 @@ from typing import Any, Optional
 
 from harness.errors import classify
 from harness.ledger import Ledger, current
-from harness.records import EpisodeRecord, Trajectory
-from harness.store import redact_text
-from strategies.atomic import write_text_atomic
+from harness.records import EpisodeRecord
+from strategies import Trajectory
+from harness.secrets import redact_text
+from foundation.atomic import write_text_atomic
 
 
 class EpisodeFrame:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.benchmarks.protocol import MEMBERS, Benchmark
-from strategies.plugins import PluginRegistry
+from foundation.plugins import PluginRegistry
 
 GROUP = "memdeliv.benchmarks"
 

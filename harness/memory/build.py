@@ -36,14 +36,15 @@ from omegaconf import OmegaConf
 
 from harness import benchmarks
 from harness.config import ModelConfig
-from harness.serving.model_client import ModelClient, ProviderUnusable
+from harness.serving.faults import ProviderUnusable
+from harness.serving.model_client import ModelClient
 from harness.serving.models import ModelConfigError, open_model
-from harness.provenance import learned_from
+from strategies.memory_file import learned_from
 from harness.scripted import reflector
 from harness.row import latest_per_episode
 from harness.store import RunStore, now_iso
 from strategies import Trajectory, save_memory
-from strategies.atomic import write_text_atomic
+from foundation.atomic import write_text_atomic
 from strategies.consolidation import consolidate
 from strategies.consolidation_altk import DEFAULT_TARGET, check_mode, consolidate_altk
 from strategies.embeddings import make_embedder

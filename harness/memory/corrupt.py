@@ -34,8 +34,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from harness.memory.corrupt_text import LLMRewriter, near_copy, rule_contradict, unrelated
 from strategies import Guideline, load_memory, save_memory
-from strategies.ace.playbook import KIND as PLAYBOOK
-from strategies.ace.playbook import artifact_kind, load_playbook
+from strategies.ace.playbook import KIND, artifact_kind, load_playbook
 
 KINDS = ("contradict", "stale", "irrelevant", "duplicate")
 MODES = ("replace", "add")
@@ -175,7 +174,7 @@ def corrupt(path: str | Path, out: str | Path, spec: Spec, source: str | Path | 
         if not source:
             raise CorruptionError("kind stale needs --source: an artifact from another domain or task-set version")
         stale, stale_meta = load_memory(source)
-    is_playbook = artifact_kind(path) == PLAYBOOK
+    is_playbook = artifact_kind(path) == KIND
     if is_playbook:
         playbook, meta = load_playbook(path)
         texts = {b.id: b.content for b in playbook.bullets}

@@ -30,8 +30,8 @@ from omegaconf import OmegaConf
 
 from harness import benchmarks
 from harness.config import CONFIG_DIR, BenchmarkConfig
-from harness.provenance import learned_from
-from strategies.simulated_world import LABEL
+from strategies.memory_file import learned_from
+from harness.scripted.simulated_world import LABEL
 from strategies import Guideline, save_memory
 
 DEFAULT_OUT = "runs/memory/simulated/memory.jsonl"

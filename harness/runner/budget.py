@@ -6,8 +6,9 @@ calls, an online learner's updates among them) plus what this job spends: its ep
 updates (`charge`). An episode starts only when
 spent + (episodes in flight + 1) x the mean cost of an episode so far stays within the budget; so the total
 can pass the budget by at most the episodes already in flight when the estimate was low. Episodes in flight
-always finish and are recorded. An episode not started comes back as a held `Outcome`: nothing ran, nothing is
-recorded. The spend before this job comes from the rows the job read once at its start (harness/runner/loop.py).
+always finish and are recorded. An episode not started comes back as an `Outcome` stopped by the budget: nothing
+ran, nothing is recorded. The spend before this job comes from the rows the job read once at its start
+(harness/runner/loop.py).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Iterable, Optional
 
-from harness.records import Outcome
+from harness.records import Outcome, Stop
 from harness.row import Row
 
 ROLES = ("cost_usd", "user_cost_usd", "judge_cost_usd", "strategy_cost_usd")
@@ -96,10 +97,11 @@ class Budget:
             self._costs_n += 1
 
     def gate(self, episodes: Callable[[Any, int], Outcome]) -> Callable[[Any, int], Outcome]:
-        """`episodes` behind the budget: a held Outcome (nothing run) when the next episode could cross it."""
+        """`episodes` behind the budget: an Outcome stopped by it (nothing run) when the next episode could cross
+        it."""
         def run(task: Any, trial: int) -> Outcome:
             if not self.admit():
-                return Outcome(held=True)
+                return Outcome(stop=Stop("budget", f"held back: ${self.spent:.4f} of ${self.limit:.2f} spent"))
             finished = None
             try:
                 finished = episodes(task, trial)

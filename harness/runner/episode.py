@@ -2,7 +2,7 @@
 
 Shared by the job loop (harness/runner/loop.py) and a Ray worker (harness/runner/ray_executor.py), so neither
 imports the other. Whatever happens, an episode comes back as one `Outcome` (harness/records.py): its row, or a
-labelled failure row, or a stop when the provider is unusable.
+labelled failure row, or a stop when the provider is unusable (harness/records.py's `Stop`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import strategies
 from harness import ledger
 from harness.errors import INFRA, call_strategy, classify
 from harness.ledger import MemoryTokenCounter
-from harness.records import Outcome
+from harness.records import Outcome, Stop
 from harness.row import Row
 from harness.runner.job import Job, slug
 from harness.runner.reflect_and_retry import shown
@@ -45,14 +45,14 @@ class EpisodeRunner:
         self.job, self.bench, self.model, self.strategy, self.root = job, bench, model, strategy, root
         self.counter = MemoryTokenCounter(model.name)
         self.on_step = on_step
-        self.stopped: Optional[str] = None  # set by the first episode that finds the provider unusable
+        self._unusable: Optional[Stop] = None  # the first episode that finds the provider unusable says so
 
     def __call__(self, task: Any, trial: int, rerun: int = 0, view: Any = None) -> Outcome:
         """rerun > 0: a learning strategy's re-run of the same episode (harness/runner/reflect_and_retry.py);
         view: what the trial sees, sent by the driver with an online learner's episode on Ray (else the
         strategy's own `for_trial`)."""
-        if self.stopped is not None:  # the job is stopping: episodes queued behind it make no call
-            return Outcome(stop=self.stopped)
+        if self._unusable is not None:  # every call would fail the same way: episodes queued behind make none
+            return Outcome(stop=self._unusable)
         started_at = now_iso()
         again = f"__r{rerun}" if rerun else ""
         rel = self.job.trajectories / f"{slug(str(task.id))}__t{trial}{again}.json"
@@ -66,8 +66,8 @@ class EpisodeRunner:
                 seen = shown(trajectory, self.job.capabilities.uses_ground_truth)
                 facts = call_strategy(strategy, "record_facts", seen)
             except ProviderUnusable as exc:  # bad key / unknown model: no row; the job stops (harness/run.py)
-                self.stopped = str(exc)
-                return Outcome(stop=self.stopped)
+                self._unusable = Stop("provider_unusable", str(exc))
+                return Outcome(stop=self._unusable)
             except Exception as exc:  # the episode machinery itself failed: keep the sweep alive, label it
                 error, detail = classify(exc)  # "harness" unless it is a provider/worker failure after retries
                 row = self.failed(task, trial, error, detail, started_at)

@@ -21,7 +21,7 @@ from typing import Any, Callable, Generator, Optional, Union
 from harness.records import Episodes, Outcome
 from harness.runner.budget import Budget
 from harness.runner.job import Job
-from harness.runner.ray_executor import RayExecutor, WorkerSetupError, ray_down, ray_up  # noqa: F401  (re-exported)
+from harness.runner.ray_executor import RayExecutor
 from harness.runner.streams import StreamsExecutor
 
 EXECUTORS = ("threads", "ray")

@@ -3,8 +3,10 @@ resumable, under a one-writer lock.
 
 It reads the run's rows once (resume), builds the strategy, hands the episodes to an executor with what only the
 loop knows (the attempt, an online learner's update: `after`, applied before the next episode of a stream
-starts), appends each finished `Outcome`'s row, and stops the job when its provider is unusable or cannot be
-reached (harness/runner/reach.py).
+starts), appends each finished `Outcome`'s row, and stops the job early for one of the `Stop` reasons
+(harness/records.py): the budget, a provider that is unusable or cannot be reached (harness/runner/reach.py),
+Ctrl-C. Stopping closes the executor (nothing new starts; what is recorded stays recorded), and the stop is
+written into the job's manifest and returned in its summary.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from omegaconf import OmegaConf
 from harness import secrets
 from harness.errors import INFRA, STRATEGY, FailureTally, StrategyError, classify
 from harness.ledger import strategy_sum
-from harness.records import Outcome
+from harness.records import Outcome, Stop
 from harness.row import Row
 from harness.runner import executors
 from harness.runner.budget import Budget
@@ -33,7 +35,7 @@ from harness.runner.online_replay import episode_key, reapply_online_updates
 from harness.runner.progress import Progress
 from harness.runner.reach import Reachability
 from harness.runner.reflect_and_retry import learner, read_retries
-from harness.serving.faults import ProviderUnreachable, ProviderUnusable
+from harness.serving.faults import ProviderUnusable
 from harness.serving.models import ModelSpec, open_model
 from harness.store import RunStore
 from harness.store.joblock import job_lock
@@ -95,27 +97,35 @@ def _run_job(job: Job, config: Any, model: ModelSpec, store: RunStore) -> dict[s
             attempt = rows.attempts.get(outcome.row.episode, 1)
             return replace(outcome, row=with_loop_facts(job, outcome, attempt, learn, by_id, store))
 
-        # Ctrl-C or a stop closes the executor: nothing new starts, what is recorded stays recorded
+        stop: Optional[Stop] = None
+        # a stop closes the executor (leaving the `with`): nothing new starts, what is recorded stays recorded
         with long_lived_frozen(), closing(pool.run(todo, one, budget=budget, after=after)) as outcomes:
-            for outcome in outcomes:
-                if outcome.stop is not None:  # bad key / unknown model: what is recorded stays recorded
-                    raise ProviderUnusable(outcome.stop)
-                if outcome.row is None:  # held back by budget_usd: nothing ran, nothing is recorded
-                    continue
-                row = outcome.row
-                store.append(row)
-                rows.add(row)
-                tally.add(row)
-                bar.update(1, row)
-                ran += 1
-                if (unreachable := reach.see(outcome)) is not None:  # recorded first: a rerun runs it again
-                    one.stopped = unreachable  # episodes queued behind it make no call
-                    raise ProviderUnreachable(unreachable)
+            try:
+                for outcome in outcomes:
+                    if outcome.stop is not None:
+                        if outcome.stop.reason == "budget":  # the episodes in flight still finish and are recorded
+                            continue
+                        stop = outcome.stop
+                        break
+                    row = outcome.row
+                    assert row is not None
+                    store.append(row)
+                    rows.add(row)
+                    tally.add(row)
+                    bar.update(1, row)
+                    ran += 1
+                    if (unreachable := reach.see(outcome)) is not None:  # recorded first: a rerun runs it again
+                        stop = Stop("provider_unreachable", unreachable)
+                        break
+            except ProviderUnusable as exc:  # found by an online learner's re-run (harness/runner/reflect_and_retry.py)
+                stop = Stop("provider_unusable", str(exc))
+            except KeyboardInterrupt:
+                stop = Stop("interrupted", "Ctrl-C")
     finally:
         bar.close()
         bench.close()  # e.g. AppWorld's engine workers: never left running
     return close_job(job, store, rows, model, tally, pool.name, budget, ran, len(tasks), time.perf_counter() - began,
-                     online)
+                     online, stop)
 
 
 @contextmanager
@@ -163,26 +173,29 @@ def with_loop_facts(job: Job, outcome: Outcome, attempt: int, learn: Optional[Le
 
 
 def close_job(job: Job, store: RunStore, rows: JobRows, model: ModelSpec, tally: FailureTally, executor: str,
-              budget: Optional[Budget], ran: int, tasks: int, wall_s: float, online: bool) -> dict[str, Any]:
-    """The job's manifest facts and end-of-job summary, from the rows it read and wrote."""
+              budget: Optional[Budget], ran: int, tasks: int, wall_s: float, online: bool,
+              stop: Optional[Stop]) -> dict[str, Any]:
+    """The job's manifest facts and end-of-job summary, from the rows it read and wrote; `stopped` when it ended
+    early (the budget's stop is read here: on Ray no episode comes back held, the driver just submits no more)."""
     key, bench = job.key, job.benchmark
     if rows.cache_unreported():
         note_unreported_cache(store, model.name, local=bool(model.api_base))
     totals = rows.totals()  # over every launch of the job (a resume adds to them)
     episodes_done, total, skipped = len(rows.done) + ran, tasks * job.trials, len(rows.done)
-    stopped = budget.line(episodes_done, total) if budget is not None and budget.stopped else None
-    if stopped:
-        print(f"memdeliv: {key}: {stopped}; rerun with run_name={job.run_name} and a higher budget_usd to resume",
-              file=sys.stderr)
+    if stop is None and budget is not None and budget.stopped:
+        stop = Stop("budget", budget.line(episodes_done, total))
+        print(f"memdeliv: {key}: {stop.detail}; rerun with run_name={job.run_name} and a higher budget_usd to "
+              "resume", file=sys.stderr)
+    stopped = {"stopped": stop.facts()} if stop is not None else {}
     store.close_job(key, tasks=tasks, trials=job.trials, ran=ran, skipped=skipped,
                     **({"budget": budget.facts(episodes_done, total)} if budget is not None else {}),
                     infra_rerun=len(rows.attempts), **{**tally.facts(), **totals}, executor=executor,
                     # an online update lost after its retries: counted, not only in history
                     **({"updates_lost": rows.updates_lost()} if online else {}),
-                    wall_s=round(wall_s, 3), **bench.manifest_facts())
+                    wall_s=round(wall_s, 3), **stopped, **bench.manifest_facts())
     tally.warn(key)
     return {"job": key, "run_dir": str(store.root), "ran": ran, "skipped": skipped,
-            **({"budget_stopped": stopped} if stopped else {}),
+            **stopped,
             "infra_errors": tally.errors.get(INFRA, 0), "errors": dict(tally.errors), "retried": totals["retried"],
             "recovered": totals["recovered"], "infra_rerun": len(rows.attempts), "executor": executor,
             "infra_warning": infra_warning(rows.all, key)}

@@ -23,7 +23,7 @@ from typing import Iterable, Optional, TextIO
 from tqdm import tqdm
 
 from harness.row import Row
-from harness.terminal import wrap
+from foundation.terminal import wrap
 from harness.runner.budget import episode_cost
 
 # the roles whose figure says a call was priced (a judge that made no call is recorded as $0.0, not priced)

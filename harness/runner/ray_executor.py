@@ -30,8 +30,9 @@ from harness.errors import HARNESS, INFRA
 from harness.records import Outcome
 from harness.runner.budget import Budget
 from harness.runner.job import Job
-from harness.store import now_iso, redact_text
-from strategies.atomic import write_text_atomic
+from harness.secrets import redact_text
+from harness.store import now_iso
+from foundation.atomic import write_text_atomic
 
 
 # ---------------------------------------------------------------------------------------------- the driver

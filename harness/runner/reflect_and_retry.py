@@ -1,7 +1,7 @@
 """Learning after an episode, and re-running it for a learning strategy: ACE's reflect-and-retry rounds.
 
-An online learner's `learn(trajectory, rerun, gold, samples)` (the Strategy protocol; StrategyBase's default is a
-plain `update(trajectory)`) is called after each finished episode with two callables from the harness:
+An online learner's `learn(trajectory, rerun, gold, samples)` (the Strategy protocol; StrategyBase's default learns
+nothing) is called after each finished episode with two callables from the harness:
 - `rerun()` runs the same task x trial again (the strategy decides what to deliver meanwhile) and returns
   the new episode, or None when it failed outside the agent (infra);
 - `gold()` returns the benchmark adapter's gold solution of the task (asked only when ground truth is allowed;
@@ -54,7 +54,7 @@ def learner(strategy: Any, bench: Any, run_attempt: Callable[[Any, int, int], Ou
         def rerun() -> Any:
             outcome = run_attempt(task, trial, next(attempts))
             if outcome.stop is not None:  # bad key / unknown model: the job stops, as for any episode
-                raise ProviderUnusable(outcome.stop)
+                raise ProviderUnusable(outcome.stop.detail)
             assert outcome.row is not None
             append_retry(store, outcome.row)
             if charge is not None:

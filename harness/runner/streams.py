@@ -67,7 +67,7 @@ class StreamsExecutor:
                             return
                         outcome = after(outcome)  # the update, before this stream's next episode starts
                     out.put(outcome)
-                    if outcome.row is None:  # a stop, or held back by the budget: this stream ends here
+                    if outcome.row is None:  # stopped (the budget, the provider): this stream ends here
                         return
             except BaseException as exc:  # handed to the consumer, who raises it
                 out.put(exc)

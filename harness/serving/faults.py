@@ -1,6 +1,6 @@
 """What a model call can end in besides an answer, as exceptions: a module of its own, without LiteLLM (seconds of
 import), so that what only classifies failures (harness/errors.py, the executors) and a command line refused by its
-config check never load it. harness/serving/model_client.py raises them and re-exports them."""
+config check never load it. harness/serving/model_client.py raises them; everyone imports them from here."""
 
 from __future__ import annotations
 
@@ -39,7 +39,3 @@ class ProviderUnusable(BaseException):
     episode's labelling, a strategy wrapper) turns it into one more failed episode: no record is written for it,
     and a rerun after the fix resumes where the job stopped (harness/run.py prints it and exits 2)."""
 
-
-class ProviderUnreachable(ProviderUnusable):
-    """The job's first episodes all ended because the provider could not be reached (harness/runner/reach.py);
-    unlike a bad key, those episodes ran and are recorded (infra), and a rerun runs them again."""

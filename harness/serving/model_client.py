@@ -22,8 +22,7 @@ from typing import Any, Iterator
 import litellm
 
 from harness.serving import provider_errors
-from harness.serving.faults import (ContextOverflow, InfraError, ProviderFault, ProviderUnreachable,  # noqa: F401
-                                    ProviderUnusable, RequestRejected)  # (re-exported: callers import them here)
+from harness.serving.faults import ContextOverflow, InfraError, ProviderFault, ProviderUnusable, RequestRejected
 
 litellm.suppress_debug_info = True
 for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):

@@ -15,7 +15,6 @@ from typing import Any, Iterator, Optional
 from harness import secrets
 from harness.serving.model_client import ModelClient, supports_native_tools
 from harness.serving.providers import Provider, serve
-from harness.serving.providers import serve as serve_scripted  # noqa: F401  (the name bench/ and tests use)
 from strategies import prices
 
 

@@ -5,6 +5,6 @@ harness/row.py's `Row`; only the store writes and reads results.jsonl."""
 
 from __future__ import annotations
 
-from harness.store.run_store import REDACTED, RESULTS, RunStore, RunStoreError, now_iso, redact, redact_text
+from harness.store.run_store import RESULTS, RunStore, RunStoreError, now_iso, redact
 
-__all__ = ["REDACTED", "RESULTS", "RunStore", "RunStoreError", "now_iso", "redact", "redact_text"]
+__all__ = ["RESULTS", "RunStore", "RunStoreError", "now_iso", "redact"]

@@ -29,8 +29,8 @@ import yaml
 
 from harness import secrets
 from harness.row import RESULTS, Row, RowError, parse_rows
-from harness.secrets import REDACTED, redact_text  # noqa: F401  (re-exported: benchmarks import it here)
-from strategies.atomic import write_text_atomic
+from harness.secrets import REDACTED
+from foundation.atomic import write_text_atomic
 
 MANIFEST = "manifest.json"
 CONFIG = "config.yaml"

@@ -108,9 +108,6 @@ class AceRetrieval(StrategyBase):
     def build(self, trajectories: Any) -> None:
         return None
 
-    def update(self, trajectory: Trajectory) -> None:
-        return None
-
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
         query = seen_task_text(task, step)
         if not query:

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 from harness.assembly.layout import Layout, place
-from harness.assembly.observations import TRUNCATED  # noqa: F401  (re-exported: the marker tests and readers look for)
 from harness.assembly.observations import cut_observation
 from harness.assembly.options import MAX_OBSERVATION_CHARS, AssemblyOptions, check
 from harness.assembly.step import AgentStep

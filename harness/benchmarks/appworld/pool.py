@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Iterator, cast
 
-from harness.serving.model_client import InfraError
+from harness.serving.faults import InfraError
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 _PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ")  # model keys never reach agent-run code

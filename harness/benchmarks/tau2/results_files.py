@@ -30,7 +30,7 @@ from harness.errors import HARNESS, INFRA
 from harness.ledger import Ledger
 from harness.records import EpisodeRecord
 from harness.serving.model_client import Usage
-from harness.store import redact_text
+from harness.secrets import redact_text
 from strategies.base import first_user_text
 
 

@@ -3,8 +3,8 @@
 Shared by the simulated agent (harness/scripted/simulated.py), which applies it to the prompt it receives,
 and by everything that needs the *expected* result (tests, analysis.power): both call the same functions,
 so the planted effect is known exactly. Pure Python; no tau2, no runner. Only the token counter imports
-LiteLLM, lazily. It sits in strategies (the bottom layer, beside the memory formats it reads) so analysis
-imports it without importing the harness.
+LiteLLM, lazily. It sits with the scripted models it drives, and imports no harness code, so analysis imports it
+as a plain definition (tests/test_import_graph.py's SHARED_DEFINITIONS) without loading the harness.
 
     p = base + lift x (relevant guidelines delivered) - harm x (harmful guidelines delivered)
         - rot x max(0, memory tokens - threshold) / 1000,  clipped to [0, 1]
