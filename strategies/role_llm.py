@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from strategies.plugins import PluginRegistry
+from foundation.plugins import PluginRegistry
 from strategies.prices import report_usage, usage_counts
 
 SCRIPTED_DESIGNS = "memdeliv-scripted-designs/roles"  # its entry point: pyproject.toml, memdeliv.providers
