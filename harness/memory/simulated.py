@@ -29,7 +29,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from omegaconf import OmegaConf
 
 from harness import benchmarks
-from harness.config import CONFIG_DIR, BenchmarkConfig
+from harness.config import CONFIG_DIR, section_settings
+from harness.settings import BenchmarkSettings
 from harness.provenance import learned_from
 from strategies.simulated_world import LABEL
 from strategies import Guideline, save_memory
@@ -42,7 +43,7 @@ def _bench(name: str, split: str) -> Any:
     path = Path(CONFIG_DIR) / "benchmark" / f"{name}.yaml"
     if not path.is_file():
         raise ValueError(f"unknown benchmark {name!r} (no {path})")
-    cfg = OmegaConf.merge(OmegaConf.structured(BenchmarkConfig), OmegaConf.load(path), {"split": split})
+    cfg = section_settings(BenchmarkSettings, OmegaConf.merge(OmegaConf.load(path), {"split": split}))
     if not cfg.name.startswith("tau2_"):
         raise ValueError(f"the simulated world plays τ² only, not {cfg.name}")
     bench = benchmarks.create(cfg)

@@ -20,18 +20,20 @@ from harness.runner.job import Job, slug
 from harness.runner.reflect_and_retry import shown
 from harness.serving.faults import ProviderUnusable
 from harness.serving.models import ModelSpec
+from harness.settings import plain
 from harness.store import now_iso
 
 
 def build_strategy(job: Job, model: ModelSpec, artifacts_dir: Optional[Path]) -> Any:
     """The job's strategy; artifacts_dir: where a learning strategy saves its memory (None in a Ray worker)."""
     # what an online learner writes as its playbook's learned_from (it adds the tasks it learned from)
-    source = {"benchmark": job.cfg.benchmark.name, "split": job.cfg.benchmark.split, "model": model.name,
+    s = job.settings
+    source = {"benchmark": s.benchmark.name, "split": s.benchmark.split, "model": model.name,
               "ground_truth": job.capabilities.uses_ground_truth,
               "task_set": job.benchmark.task_set if job.benchmark is not None else None}
-    kwargs = dict(job.cfg.model.kwargs)
+    kwargs = plain(s.model.kwargs)  # a secret among them read here, in this process
     return strategies.create(job.strategy_name, strategies.StrategyContext(
-        options=dict(job.strategy_options), memory_path=job.memory, artifacts_dir=artifacts_dir, model=model.name,
+        options=job.strategy_options(), memory_path=job.memory, artifacts_dir=artifacts_dir, model=model.name,
         model_kwargs={**kwargs, **model.served_kwargs()}, learned_from=source))
 
 

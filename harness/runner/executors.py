@@ -23,13 +23,14 @@ from harness.runner.budget import Budget
 from harness.runner.job import Job
 from harness.runner.ray_executor import RayExecutor, WorkerSetupError, ray_down, ray_up  # noqa: F401  (re-exported)
 from harness.runner.streams import StreamsExecutor
+from harness.settings import ExecutorSettings
 
 EXECUTORS = ("threads", "ray")
 _HOST_PORT = re.compile(r"^[\w.\-]+:\d{1,5}$")
 After = Callable[[Outcome], Outcome]
 
 
-def check_options(ex: Any) -> None:
+def check_options(ex: ExecutorSettings) -> None:
     """Semantic checks of `executor.*` (the schema already refused unknown keys and wrong types)."""
     if ex.name not in EXECUTORS:
         raise ValueError(f"executor.name={ex.name!r}; valid: {', '.join(EXECUTORS)}")
@@ -62,7 +63,7 @@ def check_options(ex: Any) -> None:
 def create(job: Job, strategy: Any, served: dict[str, Any]) -> "Executor":
     """The job's executor: `executor.name` for a strategy that does not learn during the run; an online learner's
     streams otherwise (on Ray too when its trial views can travel to a worker)."""
-    concurrency = int(job.cfg.concurrency)
+    concurrency = job.settings.concurrency
     if not strategy.learns_online:
         return RayExecutor(job, served) if job.executor == "ray" else ThreadsExecutor(concurrency)
     if not strategy.trial_streams:  # one learning stream: every update must see all the episodes before it

@@ -30,6 +30,7 @@ from harness.errors import HARNESS, INFRA
 from harness.records import Outcome
 from harness.runner.budget import Budget
 from harness.runner.job import Job
+from harness.settings import ExecutorSettings
 from harness.store import now_iso, redact_text
 from strategies.atomic import write_text_atomic
 
@@ -41,7 +42,7 @@ from strategies.atomic import write_text_atomic
 class RayJob:
     """What a worker needs to run episodes of one job; shipped once per job (ray.put)."""
 
-    job: Job  # without its adapter (a worker builds its own); its config unresolved: secrets come from the worker
+    job: Job  # without its adapter (a worker builds its own); a secret in its settings is read from the worker's env
     served: dict[str, Any]  # ModelSpec.served_kwargs() of the driver (a managed local server's address)
     token: str  # one per job run: a worker's cached context belongs to exactly one
 
@@ -53,7 +54,7 @@ class WorkerSetupError(RuntimeError):
 _started: dict[str, Any] = {}  # the local Ray this process started, and with which options
 
 
-def ray_up(ex: Any) -> Any:
+def ray_up(ex: ExecutorSettings) -> Any:
     """Connect to (or start) the Ray of `executor`; a local one is started once per process and reused."""
     import ray
 
@@ -102,7 +103,7 @@ def ray_down() -> None:
     _started.clear()
 
 
-def ray_slots(ex: Any) -> int:
+def ray_slots(ex: ExecutorSettings) -> int:
     """Episodes the Ray of `executor` runs at once: its CPUs / cpus_per_episode (a budget's wave, the streams)."""
     ray = ray_up(ex)
     return max(1, int(float(ray.cluster_resources().get("CPU", 1)) // float(ex.cpus_per_episode)))
@@ -112,7 +113,7 @@ class _Remote:
     """Submitting one episode as a Ray task, and reading its outcome back on the driver."""
 
     def __init__(self, job: Job, served: dict[str, Any]):
-        self.job, self.ex = job, job.cfg.executor
+        self.job, self.ex = job, job.settings.executor
         self.ray = ray_up(self.ex)
         self.job_ref = self.ray.put(RayJob(job=job, served=dict(served), token=uuid.uuid4().hex))
         self.remote = self.ray.remote(_episode_in_worker)
@@ -155,7 +156,7 @@ class RayExecutor:
     def run(self, todo: list[tuple[Any, int]], episodes: Any, budget: Optional[Budget] = None,
             after: Callable[[Outcome], Outcome] = lambda outcome: outcome) -> Generator[Outcome, None, None]:
         remote = _Remote(self.job, self.served)
-        window = ray_slots(self.job.cfg.executor) if budget is not None else max(1, len(todo))
+        window = ray_slots(self.job.settings.executor) if budget is not None else max(1, len(todo))
         waiting = iter(todo)
         pending: dict[Any, tuple[Any, int, str]] = {}
 
@@ -265,7 +266,7 @@ def _build_in_worker(job: RayJob) -> Any:
         from harness.serving.models import ModelSpec
         from harness.runner.episode import EpisodeRunner, build_strategy
 
-        model = ModelSpec(job.job.cfg.model, **job.served)
+        model = ModelSpec(job.job.settings.model, **job.served)
         # artifacts_dir=None: a worker never writes the run directory (learning strategies stay on the driver)
         strategy = build_strategy(job.job, model, artifacts_dir=None)
         bench = job.job.adapter()

@@ -46,7 +46,7 @@ def learner(strategy: Any, bench: Any, run_attempt: Callable[[Any, int, int], Ou
     by the strategy comes out as a StrategyError. Labels and the gold solution reach the strategy only with
     `ground_truth` (the config check allows that on train only). `charge` (budget_usd) is told what each re-run
     and each update's own model calls cost, as they are spent."""
-    gold_allowed = ground_truth and str(bench.cfg.split) == "train"
+    gold_allowed = ground_truth and bench.settings.split == "train"
 
     def run(trajectory: Any, task: Any, trial: int) -> Mapping[str, Any]:
         attempts = itertools.count(1)

@@ -42,7 +42,7 @@ class StreamsExecutor:
         return self._remote
 
     def width(self) -> int:
-        return ray_slots(self.job.cfg.executor) if self.ray else max(1, int(self.job.cfg.concurrency))
+        return ray_slots(self.job.settings.executor) if self.ray else max(1, self.job.settings.concurrency)
 
     def run(self, todo: list[tuple[Any, int]], episodes: Episodes, budget: Optional[Budget] = None,
             after: Callable[[Outcome], Outcome] = lambda outcome: outcome) -> Generator[Outcome, None, None]:

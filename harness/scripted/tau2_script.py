@@ -42,7 +42,7 @@ def request_of(task: Any) -> str:
 
 def drop_position(bench: Any, task: Any) -> Optional[int]:
     """Replays the gold actions as tau2's DB check does, leaving out one assistant write at a time (last first)."""
-    key = (bench.domain, str(bench.cfg.get("data_dir") or "packaged"),
+    key = (bench.domain, str(bench.settings.data_dir or "packaged"),
            hashlib.sha256(task.model_dump_json().encode()).hexdigest())
     with _DROPS_LOCK:
         if key in _DROPS:
