@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Iterable, Optional
 
+from harness.benchmarks.protocol import Task
 from harness.records import Outcome
 from harness.row import Row
 
@@ -97,7 +98,7 @@ class Budget:
 
     def gate(self, episodes: Callable[[Any, int], Outcome]) -> Callable[[Any, int], Outcome]:
         """`episodes` behind the budget: a held Outcome (nothing run) when the next episode could cross it."""
-        def run(task: Any, trial: int) -> Outcome:
+        def run(task: Task, trial: int) -> Outcome:
             if not self.admit():
                 return Outcome(held=True)
             finished = None

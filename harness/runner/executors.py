@@ -18,12 +18,14 @@ import sys
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any, Callable, Generator, Optional, Union
 
+from harness.benchmarks.protocol import Task
 from harness.records import Episodes, Outcome
 from harness.runner.budget import Budget
 from harness.runner.job import Job
 from harness.runner.ray_executor import RayExecutor, WorkerSetupError, ray_down, ray_up  # noqa: F401  (re-exported)
 from harness.runner.streams import StreamsExecutor
 from harness.settings import ExecutorSettings
+from strategies import Strategy
 
 EXECUTORS = ("threads", "ray")
 _HOST_PORT = re.compile(r"^[\w.\-]+:\d{1,5}$")
@@ -60,7 +62,7 @@ def check_options(ex: ExecutorSettings) -> None:
         raise ValueError("executor=ray needs the ray package: run `make setup`") from None
 
 
-def create(job: Job, strategy: Any, served: dict[str, Any]) -> "Executor":
+def create(job: Job, strategy: Strategy, served: dict[str, Any]) -> "Executor":
     """The job's executor: `executor.name` for a strategy that does not learn during the run; an online learner's
     streams otherwise (on Ray too when its trial views can travel to a worker)."""
     concurrency = job.settings.concurrency
@@ -79,7 +81,7 @@ def create(job: Job, strategy: Any, served: dict[str, Any]) -> "Executor":
     return StreamsExecutor(job, strategy, served, ray=job.executor == "ray")
 
 
-def _travels(strategy: Any) -> bool:
+def _travels(strategy: Strategy) -> bool:
     try:
         pickle.dumps(strategy.for_trial(0))
     except Exception:
@@ -97,11 +99,11 @@ class ThreadsExecutor:
     def __init__(self, concurrency: int):
         self.concurrency = max(1, int(concurrency))
 
-    def run(self, todo: list[tuple[Any, int]], episodes: Episodes, budget: Optional[Budget] = None,
+    def run(self, todo: list[tuple[Task, int]], episodes: Episodes, budget: Optional[Budget] = None,
             after: After = _same) -> Generator[Outcome, None, None]:
         start = budget.gate(episodes) if budget is not None else episodes
 
-        def one(task: Any, trial: int) -> Outcome:
+        def one(task: Task, trial: int) -> Outcome:
             outcome = start(task, trial)
             return after(outcome) if outcome.row is not None else outcome
 
@@ -127,7 +129,7 @@ class InOrderExecutor:
         """How one episode runs when the caller waits for it (an online learner's re-runs): right here."""
         return episodes
 
-    def run(self, todo: list[tuple[Any, int]], episodes: Episodes, budget: Optional[Budget] = None,
+    def run(self, todo: list[tuple[Task, int]], episodes: Episodes, budget: Optional[Budget] = None,
             after: After = _same) -> Generator[Outcome, None, None]:
         start = budget.gate(episodes) if budget is not None else episodes
         for task, trial in todo:

@@ -14,9 +14,10 @@ import sys
 import time
 from contextlib import closing, contextmanager
 from dataclasses import replace
-from typing import Any, Callable, Iterator, Mapping, Optional
+from typing import Any, Iterator, Optional
 
 from harness import secrets
+from harness.benchmarks.protocol import Task
 from harness.errors import INFRA, STRATEGY, FailureTally, StrategyError, classify
 from harness.ledger import strategy_sum
 from harness.records import Outcome
@@ -30,7 +31,7 @@ from harness.runner.job_rows import JobRows
 from harness.runner.online_replay import episode_key, reapply_online_updates
 from harness.runner.progress import Progress
 from harness.runner.reach import Reachability
-from harness.runner.reflect_and_retry import learner, read_retries
+from harness.runner.reflect_and_retry import Learn, learner, read_retries
 from harness.serving.faults import ProviderUnreachable, ProviderUnusable
 from harness.serving.models import ModelSpec, open_model
 from harness.settings import JobSettings, plain
@@ -38,7 +39,6 @@ from harness.store import RunStore
 from harness.store.joblock import job_lock
 
 LOCAL_SERVER = "local llama.cpp"
-Learn = Callable[[Any, Any, int], Mapping[str, Any]]
 
 
 def run_job(job: Job | JobSettings) -> dict[str, Any]:
@@ -134,7 +134,7 @@ def long_lived_frozen() -> Iterator[None]:
         gc.unfreeze()
 
 
-def with_loop_facts(job: Job, outcome: Outcome, attempt: int, learn: Optional[Learn], by_id: dict[str, Any],
+def with_loop_facts(job: Job, outcome: Outcome, attempt: int, learn: Optional[Learn], by_id: dict[str, Task],
                     store: RunStore) -> Row:
     """The episode's row with its attempt, the local server's mark, and an online learner's update applied."""
     assert outcome.row is not None

@@ -24,15 +24,20 @@ import threading
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Generator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Generator, Optional
 
+from harness.benchmarks.protocol import Task
 from harness.errors import HARNESS, INFRA
 from harness.records import Outcome
 from harness.runner.budget import Budget
 from harness.runner.job import Job
 from harness.settings import ExecutorSettings
 from harness.store import now_iso, redact_text
+from strategies import Strategy
 from strategies.atomic import write_text_atomic
+
+if TYPE_CHECKING:
+    from harness.runner.episode import EpisodeRunner
 
 
 # ---------------------------------------------------------------------------------------------- the driver
@@ -120,13 +125,13 @@ class _Remote:
         self.opts = {"num_cpus": float(self.ex.cpus_per_episode), "max_retries": int(self.ex.max_retries),
                      "retry_exceptions": False}  # Ray reruns an episode only when its worker died, never on an error
 
-    def submit(self, task: Any, trial: int, rerun: int = 0, view: Optional[bytes] = None) -> Any:
+    def submit(self, task: Task, trial: int, rerun: int = 0, view: Optional[bytes] = None) -> Any:  # a Ray ObjectRef
         # named tasks: `ps` shows ray::episode:<task>:t<trial> for each running one
         name = f"episode:{task.id}:t{trial}" + (f":r{rerun}" if rerun else "")
         blob = pickle.dumps(task)  # unpickled in the worker after worker_setup(): see there
         return self.remote.options(name=name, **self.opts).remote(self.job_ref, blob, trial, rerun, view)
 
-    def collect(self, ref: Any, episodes: Any, task: Any, trial: int, submitted: str) -> Outcome:
+    def collect(self, ref: Any, episodes: EpisodeRunner, task: Task, trial: int, submitted: str) -> Outcome:
         ray = self.ray
         try:
             outcome = ray.get(ref)
@@ -153,7 +158,7 @@ class RayExecutor:
     def __init__(self, job: Job, served: dict[str, Any]):
         self.job, self.served = job, served
 
-    def run(self, todo: list[tuple[Any, int]], episodes: Any, budget: Optional[Budget] = None,
+    def run(self, todo: list[tuple[Task, int]], episodes: EpisodeRunner, budget: Optional[Budget] = None,
             after: Callable[[Outcome], Outcome] = lambda outcome: outcome) -> Generator[Outcome, None, None]:
         remote = _Remote(self.job, self.served)
         window = ray_slots(self.job.settings.executor) if budget is not None else max(1, len(todo))
@@ -190,13 +195,13 @@ class RayEpisodes:
     (`strategy.for_trial(trial)`, pickled: a snapshot of the stream). The worker delivers from that view; the
     trajectory comes back for the learner, which stays on the driver."""
 
-    def __init__(self, job: Job, served: dict[str, Any], strategy: Any, episodes: Any):
+    def __init__(self, job: Job, served: dict[str, Any], strategy: Strategy, episodes: EpisodeRunner):
         self.remote = _Remote(job, served)
         self.strategy, self.episodes = strategy, episodes
         self._pending: set[Any] = set()
         self._lock = threading.Lock()
 
-    def __call__(self, task: Any, trial: int, rerun: int = 0) -> Outcome:
+    def __call__(self, task: Task, trial: int, rerun: int = 0) -> Outcome:
         submitted = now_iso()
         ref = self.remote.submit(task, trial, rerun, view=pickle.dumps(self.strategy.for_trial(trial)))
         with self._lock:
