@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 import re
-from typing import Any, Callable, Dict, List, Optional, TypeVar, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional, TypeVar, cast
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf import MISSING, DictConfig, ListConfig, OmegaConf
 
 from harness.assembly.options import (DEFAULT_PLACEMENT, DEFAULTS as ASSEMBLY_DEFAULTS, MAX_OBSERVATION_CHARS,
                                       PROMPT_CACHING)
@@ -131,29 +131,31 @@ def to_settings(cfg: DictConfig) -> JobSettings:
     return _section(JobSettings, resolved, raw, **parts)
 
 
-def section_settings(kind: type[S], values: Any = None) -> S:
+def section_settings(kind: type[S], values: Mapping[str, object] | DictConfig | ListConfig | None = None) -> S:
     """One section's settings from its schema's defaults and `values` (scripts and tests that build a benchmark
     or a model outside a sweep)."""
     node = OmegaConf.merge(OmegaConf.structured(SCHEMAS[kind]), values or {})
-    return _section(kind, OmegaConf.to_container(node, resolve=True), OmegaConf.to_container(node, resolve=False))
+    return _section(kind, cast(dict[str, object], OmegaConf.to_container(node, resolve=True)),
+                    cast(dict[str, object], OmegaConf.to_container(node, resolve=False)))
 
 
-def snapshot_section(kind: type[S], values: dict[str, Any]) -> S:
+def snapshot_section(kind: type[S], values: Mapping[str, object]) -> S:
     """One section's settings from a run's config snapshot (config.yaml), keys it no longer has left out."""
     return section_settings(kind, {k: v for k, v in values.items() if k in kind.__dataclass_fields__})  # type: ignore[attr-defined]
 
 
-def _section(kind: type[S], resolved: Any, raw: Any, **given: Any) -> S:
+def _section(kind: type[S], resolved: Mapping[str, object], raw: Mapping[str, object], **given: object) -> S:
     names = [f for f in kind.__dataclass_fields__ if f not in given]  # type: ignore[attr-defined]
     return kind(**given, **{name: _value(resolved[name], raw[name]) for name in names})
 
 
-def _value(resolved: Any, raw: Any) -> Any:
+def _value(resolved: object, raw: object) -> object:
     """A table keeps its `${oc.env:VAR}` values as references (read where they are used); the rest is frozen."""
-    return FrozenMap(_env_refs(resolved, raw)) if isinstance(resolved, dict) else freeze(resolved)
+    return FrozenMap(cast(dict[str, object], _env_refs(resolved, raw))) if isinstance(resolved, dict) \
+        else freeze(resolved)
 
 
-def _env_refs(resolved: Any, raw: Any) -> Any:
+def _env_refs(resolved: object, raw: object) -> object:
     if isinstance(raw, str) and (m := _ENV_REF.match(raw)):
         return EnvRef(m.group(1), m.group(2))
     if isinstance(resolved, dict) and isinstance(raw, dict):

@@ -56,7 +56,7 @@ class FrozenMap(Mapping[str, Any]):
         return f"FrozenMap({self._data!r})"
 
 
-def freeze(value: Any) -> Any:
+def freeze(value: object) -> Any:
     if isinstance(value, Mapping) and not isinstance(value, FrozenMap):
         return FrozenMap(value)
     if isinstance(value, (list, tuple)):
@@ -64,7 +64,7 @@ def freeze(value: Any) -> Any:
     return value
 
 
-def plain(value: Any, *, secrets: bool = True) -> Any:
+def plain(value: object, *, secrets: bool = True) -> Any:
     """Builtin containers of a settings value: dataclasses and tables as dicts, tuples as lists. secrets=True reads
     each `EnvRef` from the environment (this process uses the value); False keeps its `${oc.env:...}` text."""
     if is_dataclass(value) and not isinstance(value, (type, EnvRef)):

@@ -22,8 +22,10 @@ from typing import Any, ClassVar, Optional, Protocol, Sequence
 
 from harness.assembly.options import DEFAULT_PLACEMENT, PLACEMENTS  # where a memory block may go in the request
 from harness.assembly.options import AssemblyOptions
+from harness.ledger import MemoryTokenCounter
 from harness.records import EpisodeRecord
 from harness.row import RowLike
+from harness.serving.models import ModelSpec
 from harness.settings import BenchmarkSettings
 from strategies import Strategy, Trajectory
 
@@ -50,7 +52,8 @@ class Benchmark(Protocol):
     def tasks(self) -> Sequence[Task]:
         """The selected tasks (split, then task_ids, then limit), in a fixed order."""
 
-    def run_episode(self, task: Any, *, trial: int, seed: int, strategy: Strategy, model: Any, counter: Any,
+    def run_episode(self, task: Any, *, trial: int, seed: int, strategy: Strategy, model: ModelSpec,
+                    counter: MemoryTokenCounter,
                     trajectory_path: Path) -> tuple[EpisodeRecord, Trajectory]:
         """Run one task x trial and write its trajectory file to `trajectory_path`; return its record and its
         trajectory (`EpisodeFrame.finish`). Failures of the episode are labelled in the record

@@ -99,7 +99,7 @@ _episodes_lock = threading.Lock()
 _MAX_EPISODES = 100_000  # bound on remembered episodes; far more than run concurrently in one process
 
 
-def _episode(messages: list[dict[str, Any]], task_id: str, prof: world.Profile, w: world.World, seed: Any,
+def _episode(messages: list[dict[str, Any]], task_id: str, prof: world.Profile, w: world.World, seed: object,
              episode: str | None) -> _Episode:
     """The episode's state: its draw made from `messages` on its first call and kept for every later step.
     episode None: every call is its own episode (direct use in tests)."""
@@ -120,7 +120,7 @@ def _episode(messages: list[dict[str, Any]], task_id: str, prof: world.Profile, 
 
 
 def agent_turn(messages: list[dict[str, Any]], script: dict[str, Any], prof: world.Profile, w: world.World,
-               seed: Any, episode: str | None = None) -> dict[str, Any]:
+               seed: object, episode: str | None = None) -> dict[str, Any]:
     task_id = str(script["task_id"])
     state = _episode(messages, task_id, prof, w, seed, episode)
     drawn = state.drawn

@@ -34,6 +34,7 @@ from harness.ledger import MemoryTokenCounter
 from harness.errors import INFRA, MAX_STEPS
 from harness.records import EpisodeRecord
 from harness.row import RowLike
+from harness.serving.models import ModelSpec
 from harness.settings import BenchmarkSettings
 from strategies import EMPTY, Strategy, TaskView, Trajectory
 
@@ -196,7 +197,7 @@ class AppWorldBenchmark(BenchmarkBase):
         if pool is not None:
             pool.close()
 
-    def run_episode(self, task: AppWorldTask, *, trial: int, seed: int, strategy: Strategy, model: Any,
+    def run_episode(self, task: AppWorldTask, *, trial: int, seed: int, strategy: Strategy, model: ModelSpec,
                     counter: MemoryTokenCounter, trajectory_path: Path) -> tuple[EpisodeRecord, Trajectory]:
         """One task x trial: open the world, run the agent, let AppWorld's evaluator judge; record and trajectory."""
         frame = EpisodeFrame()

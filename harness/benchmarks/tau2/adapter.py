@@ -36,6 +36,7 @@ from harness.records import EpisodeRecord
 from harness.row import RowLike
 from harness.settings import BenchmarkSettings, plain
 from harness.serving.model_client import ModelClient
+from harness.serving.models import ModelSpec
 from strategies import Strategy, TaskView, Trajectory
 from strategies.base import first_user_text
 
@@ -143,7 +144,7 @@ class Tau2Benchmark(BenchmarkBase):
             lines.append("information to communicate: " + "; ".join(str(x) for x in crit.communicate_info))
         return "\n".join(lines) or "(this task has no gold actions)"
 
-    def run_episode(self, task: Task, *, trial: int, seed: int, strategy: Strategy, model: Any,
+    def run_episode(self, task: Task, *, trial: int, seed: int, strategy: Strategy, model: ModelSpec,
                     counter: MemoryTokenCounter, trajectory_path: Path) -> tuple[EpisodeRecord, Trajectory]:
         """Run one task x trial with tau2's orchestrator and evaluator; its record and trajectory."""
         frame = EpisodeFrame()
@@ -194,7 +195,7 @@ class Tau2Benchmark(BenchmarkBase):
                             task_text=seen, trajectory=trajectory, task_set=self.task_set, agent=self.agent_kind,
                             judge_model=self.judge_model)
 
-    def _judge_client(self, model: Any) -> Optional[ModelClient]:
+    def _judge_client(self, model: ModelSpec) -> Optional[ModelClient]:
         if not self.judge_model:
             return None
         kwargs = {"temperature": 0.0, **plain(self.settings.judge_kwargs)}  # tau2's judge temperature
