@@ -4,7 +4,7 @@ SGC over complete scenarios only, labelled --exclude views, the IBM view's Pass^
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -75,8 +75,7 @@ def fake_strategies():
 def run_strategy(name: str, runs_dir):
     cfg = compose("model=oracle", "benchmark.limit=2", "progress=false", "concurrency=1", f"runs_dir={runs_dir}",
                   f"run_name={name}")
-    cfg.strategy.name = name
-    return run_job(cfg), read_records(runs_dir / name)
+    return run_job(replace(cfg, strategy=replace(cfg.strategy, name=name))), read_records(runs_dir / name)
 
 
 def test_classify_labels_each_kind():
