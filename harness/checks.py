@@ -5,16 +5,21 @@ anything is written. The CLI (harness/run.py), ACE's adaptation and the scripts 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import strategies
 from harness import benchmarks
 from harness.assembly import options as assembly_options
-from harness.settings import MISSING_VALUE, JobSettings
-from harness.runner.job import Job
+from harness.config import ExecutorConfig
+from harness.settings import MISSING_VALUE, ExecutorSettings, JobSettings
+
+if TYPE_CHECKING:
+    from harness.runner.job import Job
 
 TOOL_MODES = ("native", "prompted", "auto")
+_HOST_PORT = re.compile(r"^[\w.\-]+:\d{1,5}$")
 
 
 class ConfigError(ValueError):
@@ -24,10 +29,8 @@ class ConfigError(ValueError):
 def prepare(s: JobSettings, sweep: Optional[Sequence[str]] = None) -> Job:
     """The checked, resolved job; ConfigError (one line naming the key) otherwise. `sweep`: the strategies of the
     whole sweep (their options are not typos for this job's strategy)."""
-    from harness.runner import executors  # harness.runner (LiteLLM's seconds of import) only once the cheap checks pass
-
     try:
-        executors.check_options(s.executor)
+        check_executor(s.executor)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     if s.strategy.name not in strategies.available():
@@ -69,6 +72,38 @@ def prepare(s: JobSettings, sweep: Optional[Sequence[str]] = None) -> Job:
         raise ConfigError(str(exc)) from None
     check_prices(s, judge_used=judge_used)
     return job
+
+
+def check_executor(ex: ExecutorSettings) -> None:
+    """Semantic checks of `executor.*` (the schema already refused unknown keys and wrong types)."""
+    from harness.runner.executors import EXECUTORS
+
+    if ex.name not in EXECUTORS:
+        raise ValueError(f"executor.name={ex.name!r}; valid: {', '.join(EXECUTORS)}")
+    if ex.name == "threads":
+        default = ExecutorConfig()  # the schema's defaults: a threads job leaves every Ray key there
+        set_keys = [k for k in ("address", "num_cpus", "cpus_per_episode", "max_retries")
+                    if getattr(ex, k) != getattr(default, k)]
+        if set_keys:
+            raise ValueError(f"executor.{set_keys[0]} applies to executor=ray only (threads use `concurrency`)")
+        return
+    address = ex.address
+    if address is not None and address != "auto" and not address.startswith("ray://") \
+            and not _HOST_PORT.match(address):
+        raise ValueError(f"executor.address={address!r}; valid: null (a local Ray on 127.0.0.1), auto, "
+                         "ray://host:port, host:port")
+    if ex.num_cpus is not None and ex.num_cpus < 1:
+        raise ValueError(f"executor.num_cpus must be >= 1, got {ex.num_cpus}")
+    if ex.num_cpus is not None and address is not None:
+        raise ValueError("executor.num_cpus sizes the local Ray only (address: null); a cluster has its own")
+    if not ex.cpus_per_episode > 0:
+        raise ValueError(f"executor.cpus_per_episode must be > 0, got {ex.cpus_per_episode}")
+    if ex.max_retries < 0:
+        raise ValueError(f"executor.max_retries must be >= 0, got {ex.max_retries}")
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise ValueError("executor=ray needs the ray package: run `make setup`") from None
 
 
 def check_model(s: JobSettings) -> None:

@@ -12,6 +12,7 @@ from omegaconf import MISSING, DictConfig, ListConfig, OmegaConf
 
 from harness.assembly.options import (DEFAULT_PLACEMENT, DEFAULTS as ASSEMBLY_DEFAULTS, MAX_OBSERVATION_CHARS,
                                       PROMPT_CACHING)
+from harness.serving.faults import MAX_RETRIES, RETRY_BACKOFF_S
 from harness.settings import (BenchmarkSettings, EnvRef, ExecutorSettings, FrozenMap, JobSettings, ModelSettings,
                               StrategySettings, freeze)
 
@@ -25,8 +26,8 @@ class ModelConfig:
     api_key_env: Optional[str] = None  # name of the env var holding the key; the key itself is never stored
     user_name: Optional[str] = None  # user-simulator model; None = same as the agent model
     user_kwargs: Optional[Dict[str, Any]] = None  # None = same as kwargs
-    max_retries: int = 3
-    retry_backoff_s: float = 2.0
+    max_retries: int = MAX_RETRIES
+    retry_backoff_s: float = RETRY_BACKOFF_S
     scripted: bool = False  # scripted (fake) models get the task id through LiteLLM metadata
     tool_mode: str = "native"  # native | prompted (schemas in the system prompt, text replies) | auto
     gguf: Optional[str] = None  # GGUF file to serve locally (harness/serving/local_server.py); "bundled" = SmolLM2-135M

@@ -18,15 +18,17 @@ clock, ledger, error labels, the redacted atomic file write and the record.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Optional, Protocol, Sequence
 
 from harness.assembly.options import DEFAULT_PLACEMENT, PLACEMENTS  # where a memory block may go in the request
 from harness.assembly.options import AssemblyOptions
-from harness.ledger import MemoryTokenCounter
 from harness.records import EpisodeRecord
 from harness.row import RowLike
-from harness.serving.models import ModelSpec
 from harness.settings import BenchmarkSettings
+
+if TYPE_CHECKING:  # LiteLLM's seconds of import: not for a command line refused by its config check
+    from harness.ledger import MemoryTokenCounter
+    from harness.serving.models import ModelSpec
 from strategies import Strategy, Trajectory
 
 
