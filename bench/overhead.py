@@ -69,7 +69,8 @@ def main() -> None:
     runs = Path(tempfile.mkdtemp(prefix="memdeliv-bench-"))
     cfg = compose_job(["model=oracle", f"benchmark.limit={args.tasks}"])
     serve(cfg.model.name)  # tau2's own run_task below calls the oracle outside any job
-    bench = resolve(cfg).benchmark  # the job's adapter, built as every job builds it
+    bench = resolve(cfg).adapter()  # the job's adapter, built as every job builds it
+    assert isinstance(bench, Tau2Benchmark)
     tasks = bench.tasks()
     tau2_replay(1, bench, "retail")  # warm both paths once
     ours(runs, "warm", "benchmark.limit=1", "concurrency=1")

@@ -97,7 +97,7 @@ def main() -> None:
     args = parser.parse_args()
     serve(compose_job(["model=oracle"]).model.name)
     runs = Path(tempfile.mkdtemp(prefix="memdeliv-scale-"))
-    task_id = resolve(compose_job(["model=oracle"])).benchmark.tasks()[0].id
+    task_id = resolve(compose_job(["model=oracle"])).adapter().tasks()[0].id
     timed(runs, "warm-threads", "benchmark.limit=1", "concurrency=1")  # imports and caches, off the clock
     print(f"before: {load()}", flush=True)
     if args.only != "ray":

@@ -209,7 +209,7 @@ class Row:
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.get(name, UNSET) is not UNSET
 
-    def get(self, name: str, default: Any = None) -> Any:
+    def get(self, name: str, default: object = None) -> Any:
         """A field or an extra column by name, `default` when the row does not have it (as dict.get)."""
         if name in COLUMNS:
             value = getattr(self, name)

@@ -60,18 +60,18 @@ def read_records(run_dir: Path) -> list[dict]:
 
 
 def compose(*overrides: str):
-    """The config Hydra would build for these overrides (schemas registered like the CLI does)."""
+    """The job settings the CLI would make of these overrides (Hydra's composition, schemas registered)."""
     from hydra import compose as hydra_compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from harness.config import CONFIG_DIR, register_schemas
+    from harness.config import CONFIG_DIR, register_schemas, to_settings
 
     register_schemas()
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
         cfg = hydra_compose(config_name="config", overrides=list(overrides))
     GlobalHydra.instance().clear()
-    return cfg
+    return to_settings(cfg)
 
 
 @pytest.fixture

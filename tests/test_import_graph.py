@@ -20,13 +20,13 @@ MAX_LINES = 350  # a non-test .py file longer than this is split by concern
 # outside the stack: it reads run files (see SHARED_DEFINITIONS).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("foundation", "strategies", "harness", "harness.secrets", "harness.config_errors", "harness.row",
-                    "harness.infra_rates")),
+                    "harness.settings", "harness.infra_rates")),
     ("model calls", ("harness.serving",)),
     ("core", ("harness.config", "harness.errors", "harness.ledger", "harness.records", "harness.provenance",
               "harness.assembly", "harness.store")),
     ("benchmarks", ("harness.benchmarks", "harness.scripted")),
     ("runner", ("harness.runner",)),
-    ("entry points", ("harness.run", "harness.selfcheck", "harness.memory", "harness.import_tau2",
+    ("entry points", ("harness.run", "harness.checks", "harness.selfcheck", "harness.memory", "harness.import_tau2",
                       "harness.plan_facts", "bench")),
 )
 

@@ -31,7 +31,7 @@ STRATEGIES = ("full", "core_retrieval", "ace")
 def test_the_experiment_is_one_none_and_a_cell_per_strategy_and_rate():
     from conftest import compose
 
-    from harness.config import job_memory, register_schemas
+    from harness.config import register_schemas
     from harness.run import expand_sweeps, with_config_sweeps
     from harness.runner import job_key
 
@@ -39,15 +39,15 @@ def test_the_experiment_is_one_none_and_a_cell_per_strategy_and_rate():
     cfgs = [compose(*job) for job in expand_sweeps(with_config_sweeps(
         ["+experiment=robustness", "model=oracle", "memory=m.jsonl", "analysis.robustness.dir=/c"]))]
     assert len(cfgs) == 1 + len(STRATEGIES) * len(RATES) and len({job_key(c) for c in cfgs}) == len(cfgs)
-    cell = next(c for c in cfgs if c.strategy.get("variant") == "contradict=30%" and c.strategy.name == "full")
-    assert job_memory(cell) == "/c/contradict_30.jsonl" and job_key(cell).endswith("/full(contradict=30%)")
+    cell = next(c for c in cfgs if c.strategy.variant == "contradict=30%" and c.strategy.name == "full")
+    assert cell.job_memory == "/c/contradict_30.jsonl" and job_key(cell).endswith("/full(contradict=30%)")
     assert cell.model.world == "/c/contradict_30.jsonl"  # read by model=simulated: the planted harm is this one's
     none = next(c for c in cfgs if c.strategy.name == "none")
-    assert not none.strategy.get("variant") and job_memory(none) in (None, "m.jsonl")
-    ace = next(c for c in cfgs if c.strategy.get("variant") == "contradict=10%" and c.strategy.name == "ace")
+    assert not none.strategy.variant and none.job_memory in (None, "m.jsonl")
+    ace = next(c for c in cfgs if c.strategy.variant == "contradict=10%" and c.strategy.name == "ace")
     assert ace.strategy.options.playbook == "/c/contradict_10.jsonl"  # ace's own option: memory_by_strategy.ace
     stale = compose("+experiment=robustness", "strategy=robustness/core_retrieval_r10", "analysis.robustness.kind=stale")
-    assert job_memory(stale) == "runs/memory/robustness/stale_10.jsonl" and stale.strategy.variant == "stale=10%"
+    assert stale.job_memory == "runs/memory/robustness/stale_10.jsonl" and stale.strategy.variant == "stale=10%"
 
 
 def series(artifact: Path, out: Path, pick: str) -> dict[int, Path]:

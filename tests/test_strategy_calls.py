@@ -140,7 +140,6 @@ def test_an_online_update_s_calls_join_the_episode_s_own_calls():
     carries both, summed, so the budget on resume and the tables count every call once."""
     from types import SimpleNamespace
 
-    from omegaconf import OmegaConf
 
     from harness.records import Outcome
     from harness.row import Row
@@ -150,7 +149,7 @@ def test_an_online_update_s_calls_join_the_episode_s_own_calls():
     row = Row(task_id="1", success=True, trial=0, strategy_calls=1, strategy_prompt_tokens=100,
               strategy_completion_tokens=7, strategy_cost_usd=0.01)
     outcome = Outcome(row=row, trajectory=Trajectory(TaskView("b", "1", ""), (), 1.0, True))
-    job = SimpleNamespace(cfg=OmegaConf.create({"model": {"gguf": None}}), key="j")
+    job = SimpleNamespace(settings=SimpleNamespace(model=SimpleNamespace(gguf=None)), key="j")
 
     def after(update: dict) -> Row:
         return with_loop_facts(job, outcome, 1, lambda trajectory, task, trial: update, {"1": object()}, None)

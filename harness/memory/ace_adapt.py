@@ -31,11 +31,12 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
-from omegaconf import DictConfig
-
 import strategies
 from harness.config import CONFIG_DIR
-from harness.run import ConfigError, check_job, register_plugins
+from harness.checks import ConfigError, prepare
+from harness.config import to_settings
+from harness.run import register_plugins
+from harness.settings import JobSettings
 from harness.errors import INFRA
 from harness.row import RESULTS, latest_per_episode, read_rows
 from harness.runner.reflect_and_retry import read_retries
@@ -116,18 +117,18 @@ def online_options(args: argparse.Namespace) -> list[str]:
     return out
 
 
-def compose_job(overrides: list[str]) -> DictConfig:
+def compose_job(overrides: list[str]) -> JobSettings:
     """Compose and check one job exactly as `harness.run` does (bad config -> ConfigError)."""
     register_plugins()
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
         try:
-            cfg = compose(config_name="config", overrides=overrides)
+            cfg = to_settings(compose(config_name="config", overrides=overrides))
         except Exception as exc:  # Hydra / OmegaConf composition and type errors
             from harness.config_errors import describe
 
             raise ConfigError(describe(exc)) from None
-        check_job(cfg)
+        prepare(cfg)
     GlobalHydra.instance().clear()
     return cfg
 
@@ -253,7 +254,7 @@ def adapt(args: argparse.Namespace) -> dict[str, Any]:
     return {**report, "out": str(out), "history": str(history)}
 
 
-def run_to_end(cfg: DictConfig) -> dict[str, Any]:
+def run_to_end(cfg: JobSettings) -> dict[str, Any]:
     """One epoch's job; the adaptation stops where the job stopped (its summary's `stopped`): Ctrl-C, or a provider
     that cannot serve it, whose reason main() prints (exit 2). An epoch that stopped early never chooses."""
     from harness.runner import run_job

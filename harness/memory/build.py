@@ -26,18 +26,18 @@ import subprocess
 import sys
 from collections import Counter
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import yaml
-from omegaconf import OmegaConf
-
 from harness import benchmarks
-from harness.config import ModelConfig
+from harness.config import snapshot_section
 from harness.serving.faults import ProviderUnusable
 from harness.serving.model_client import ModelClient
+from harness.settings import BenchmarkSettings, ModelSettings
 from harness.serving.models import ModelConfigError, open_model
 from strategies.memory_file import learned_from
 from harness.scripted import reflector
@@ -106,7 +106,7 @@ def load_trajectories(run_dir: Path) -> tuple[list[tuple[str, Trajectory]], dict
         raise BuildError(f"{run_dir}: expected one job (one model, one benchmark), found {sorted(jobs)}")
     job = next(iter(jobs.values()))
     config = job["config"]
-    bench = benchmarks.create(OmegaConf.create(config["benchmark"]))
+    bench = benchmarks.create(snapshot_section(BenchmarkSettings, config["benchmark"]))
     trials = Counter(r["task_id"] for r in records)
     imported = (job.get("identity") or {}).get("imported_from")  # a tau2 results file: its own tasks' fingerprint
     config = {**config, "learned_from": learned_from(config["benchmark"]["name"], TRAIN, trials,
@@ -135,7 +135,7 @@ def _order(task_id: str) -> tuple[int, Any]:
 def extractor_llm(model_cfg: dict[str, Any], override: str | None) -> Iterator[tuple[str, Any, Counter]]:
     """The text LLM for extraction and merges: the run's model through our client (retries, usage); a run on
     a managed local model (model.gguf) gets its server for as long as the block runs."""
-    cfg = OmegaConf.merge(OmegaConf.structured(ModelConfig), model_cfg)
+    cfg = snapshot_section(ModelSettings, model_cfg)
     name = override or cfg.name
     if override is None and cfg.scripted:  # the oracle replays gold actions; it cannot reflect
         name = reflector.MODEL
@@ -145,7 +145,7 @@ def extractor_llm(model_cfg: dict[str, Any], override: str | None) -> Iterator[t
             client = ModelClient(name, {}, max_retries=0)
         else:  # the run's kwargs and key variable (api_base, temperature, ...) carry over to the extractor
             if override is not None:
-                cfg.gguf = None  # another model was named: no local server for it
+                cfg = replace(cfg, gguf=None)  # another model was named: no local server for it
             try:
                 agent, _ = stack.enter_context(open_model(cfg)).clients()
             except ModelConfigError as exc:

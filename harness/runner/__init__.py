@@ -21,7 +21,7 @@ __all__ = ["Job", "job_key", "resolve", "run_job"]
 
 def __getattr__(name: str) -> Any:
     """`run_job` on first use: the loop imports LiteLLM (seconds), which a command line refused by its config
-    check (harness/run.py check_job) never needs."""
+    check (harness/checks.py prepare) never needs."""
     if name == "run_job":
         from harness.runner.loop import run_job
 

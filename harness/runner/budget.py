@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Iterable, Optional
 
+from harness.benchmarks.protocol import Task
 from harness.records import Outcome, Stop
 from harness.row import Row
 
@@ -99,7 +100,7 @@ class Budget:
     def gate(self, episodes: Callable[[Any, int], Outcome]) -> Callable[[Any, int], Outcome]:
         """`episodes` behind the budget: an Outcome stopped by it (nothing run) when the next episode could cross
         it."""
-        def run(task: Any, trial: int) -> Outcome:
+        def run(task: Task, trial: int) -> Outcome:
             if not self.admit():
                 return Outcome(stop=Stop("budget", f"held back: ${self.spent:.4f} of ${self.limit:.2f} spent"))
             finished = None

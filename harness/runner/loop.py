@@ -16,11 +16,10 @@ import sys
 import time
 from contextlib import closing, contextmanager
 from dataclasses import replace
-from typing import Any, Callable, Iterator, Mapping, Optional
-
-from omegaconf import OmegaConf
+from typing import Any, Iterator, Optional
 
 from harness import secrets
+from harness.benchmarks.protocol import Task
 from harness.errors import INFRA, STRATEGY, FailureTally, StrategyError, classify
 from harness.ledger import strategy_sum
 from harness.records import Outcome, Stop
@@ -34,29 +33,29 @@ from harness.runner.job_rows import JobRows
 from harness.runner.online_replay import episode_key, reapply_online_updates
 from harness.runner.progress import Progress
 from harness.runner.reach import Reachability
-from harness.runner.reflect_and_retry import learner, read_retries
+from harness.runner.reflect_and_retry import Learn, learner, read_retries
 from harness.serving.faults import ProviderUnusable
 from harness.serving.models import ModelSpec, open_model
+from harness.settings import JobSettings, plain
 from harness.store import RunStore
 from harness.store.joblock import job_lock
 
 LOCAL_SERVER = "local llama.cpp"
-Learn = Callable[[Any, Any, int], Mapping[str, Any]]
 
 
-def run_job(job: Any) -> dict[str, Any]:
-    """Run a `Job` (or a composed config, resolved here) and return its summary."""
+def run_job(job: Job | JobSettings) -> dict[str, Any]:
+    """Run a `Job` (or a job's settings, resolved here) and return its summary."""
     job = job if isinstance(job, Job) else resolve(job)
     store = RunStore(job.run_dir)
-    config = OmegaConf.to_container(job.cfg, resolve=True)
+    config = plain(job.settings)  # the job's config snapshot, secrets read here (and redacted when written)
     secrets.learn_from_config(config)  # before any child process or write
     with job_lock(store, job.key, job.slug):  # one process per job (JobLocked otherwise)
-        with open_model(job.cfg.model, log_dir=store.root) as model:  # a managed local server stops on any exit
+        with open_model(job.settings.model, log_dir=store.root) as model:  # a managed local server stops on any exit
             return _run_job(job, config, model, store)
 
 
-def _run_job(job: Job, config: Any, model: ModelSpec, store: RunStore) -> dict[str, Any]:
-    key, bench = job.key, job.benchmark
+def _run_job(job: Job, config: dict[str, Any], model: ModelSpec, store: RunStore) -> dict[str, Any]:
+    key, bench, s = job.key, job.adapter(), job.settings
     strategy = build_strategy(job, model, job.artifacts_dir)
     store.open_job(key, config, job.identity)
     if model.simulated:
@@ -65,7 +64,7 @@ def _run_job(job: Job, config: Any, model: ModelSpec, store: RunStore) -> dict[s
     tasks = bench.tasks()
     by_id = {str(task.id): task for task in tasks}
     warn_cut_scenarios(store, key, bench.cut_scenarios(tasks))
-    rows = JobRows(key, store.read(), bool(job.cfg.get("retry_infra", True)))  # the one read of results.jsonl
+    rows = JobRows(key, store.read(), s.retry_infra)  # the one read of results.jsonl
     if rows.dropped["duplicates"]:
         print(f"memdeliv: {key}: {rows.dropped['duplicates']} duplicate record(s) ignored (the last one of each "
               "counts)", file=sys.stderr)
@@ -77,20 +76,19 @@ def _run_job(job: Job, config: Any, model: ModelSpec, store: RunStore) -> dict[s
     if online:  # an update lost to a crash (or skipped when its provider was down) is applied on resume
         reapply_online_updates(strategy, bench, store.root, rows.latest.values(), labels)
     tally, began, ran = FailureTally(), time.perf_counter(), 0
-    bar = Progress(key, total, total - len(todo), enabled=job.cfg.progress, recorded=rows.settled())
+    bar = Progress(key, total, total - len(todo), enabled=s.progress, recorded=rows.settled())
     try:
         one = EpisodeRunner(job, bench, model, strategy, store.root, on_step=bar.step)
         # threads, Ray tasks, or an online learner's streams (side by side when independent, else in order)
         pool = executors.create(job, strategy, served=model.served_kwargs())
         # what the run directory spent so far: its episodes and an online learner's re-runs (retries.jsonl)
-        budget = Budget(job.cfg.budget_usd, [*rows.all, *read_retries(store.root)]) \
-            if job.cfg.get("budget_usd") is not None else None
+        budget = Budget(s.budget_usd, [*rows.all, *read_retries(store.root)]) if s.budget_usd is not None else None
         learn = None
         if online:  # create() gives an online learner its streams, or one stream in order
             assert isinstance(pool, (executors.InOrderExecutor, executors.StreamsExecutor))
             learn = learner(strategy, bench, pool.runner(one), store, samples=len(tasks), ground_truth=labels,
                             charge=budget.charge if budget is not None else None)
-        reach = Reachability(len(todo), model.name, int(job.cfg.model.max_retries))
+        reach = Reachability(len(todo), model.name, s.model.max_retries)
 
         def after(outcome: Outcome) -> Outcome:  # before the next episode of its stream starts
             assert outcome.row is not None
@@ -146,11 +144,11 @@ def long_lived_frozen() -> Iterator[None]:
         gc.unfreeze()
 
 
-def with_loop_facts(job: Job, outcome: Outcome, attempt: int, learn: Optional[Learn], by_id: dict[str, Any],
+def with_loop_facts(job: Job, outcome: Outcome, attempt: int, learn: Optional[Learn], by_id: dict[str, Task],
                     store: RunStore) -> Row:
     """The episode's row with its attempt, the local server's mark, and an online learner's update applied."""
     assert outcome.row is not None
-    served: dict[str, Any] = {"model_server": LOCAL_SERVER} if job.cfg.model.get("gguf") else {}  # `openai/<alias>`
+    served: dict[str, Any] = {"model_server": LOCAL_SERVER} if job.settings.model.gguf else {}  # `openai/<alias>`
     row = replace(outcome.row, attempt=attempt, **served)
     if learn is None or outcome.trajectory is None or row.get("error") in (INFRA, STRATEGY):
         return row
@@ -177,7 +175,7 @@ def close_job(job: Job, store: RunStore, rows: JobRows, model: ModelSpec, tally:
               stop: Optional[Stop]) -> dict[str, Any]:
     """The job's manifest facts and end-of-job summary, from the rows it read and wrote; `stopped` when it ended
     early (the budget's stop is read here: on Ray no episode comes back held, the driver just submits no more)."""
-    key, bench = job.key, job.benchmark
+    key, bench = job.key, job.adapter()
     if rows.cache_unreported():
         note_unreported_cache(store, model.name, local=bool(model.api_base))
     totals = rows.totals()  # over every launch of the job (a resume adds to them)

@@ -14,18 +14,20 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
+from harness.benchmarks import Benchmark
 from harness.errors import INFRA
 from harness.row import Row
 from harness.runner.reflect_and_retry import shown
+from strategies import Strategy
 
 
-def episode_key(task_id: Any, trial: int) -> str:
+def episode_key(task_id: str, trial: int) -> str:
     return f"{task_id}#{trial}"
 
 
-def reapply_online_updates(strategy: Any, bench: Any, run_dir: Path, records: Iterable[Row],
+def reapply_online_updates(strategy: Strategy, bench: Benchmark, run_dir: Path, records: Iterable[Row],
                            ground_truth: bool = False) -> int:
     """Replays go to the episode's own stream (its key carries the trial), with labels only when allowed."""
     applied = strategy.applied_episodes()

@@ -18,20 +18,32 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Optional, overload
 
 from harness import ledger
+from harness.benchmarks import Benchmark
+from harness.benchmarks.protocol import Task
 from harness.errors import INFRA, call_strategy
 from harness.records import Outcome
 from harness.row import Row, read_rows
 from harness.runner.budget import episode_cost
 from harness.serving.faults import ProviderUnusable
 from harness.store import RunStore, redact
+from strategies import Strategy, Trajectory
 
 RETRIES = "retries.jsonl"
+Learn = Callable[[Trajectory, Task, int], Mapping[str, Any]]  # an online learner's update: -> the row's facts
 
 
-def shown(trajectory: Any, ground_truth: bool) -> Any:
+@overload
+def shown(trajectory: Trajectory, ground_truth: bool) -> Trajectory: ...
+
+
+@overload
+def shown(trajectory: None, ground_truth: bool) -> None: ...
+
+
+def shown(trajectory: Optional[Trajectory], ground_truth: bool) -> Optional[Trajectory]:
     """The episode as a strategy may see it (to learn from, or for its record_facts): without ground truth, no
     reward, verdict or evaluator report."""
     if ground_truth or trajectory is None:
@@ -39,16 +51,16 @@ def shown(trajectory: Any, ground_truth: bool) -> Any:
     return replace(trajectory, reward=None, success=None, feedback="")
 
 
-def learner(strategy: Any, bench: Any, run_attempt: Callable[[Any, int, int], Outcome], store: RunStore,
+def learner(strategy: Strategy, bench: Benchmark, run_attempt: Callable[[Task, int, int], Outcome], store: RunStore,
             samples: int | None = None, ground_truth: bool = False,
-            charge: Callable[[float | None], None] | None = None) -> Callable[[Any, Any, int], Mapping[str, Any]]:
+            charge: Callable[[float | None], None] | None = None) -> Learn:
     """-> learn(trajectory, task, trial) -> row facts: `strategy.learn` with rerun and gold; an exception raised
     by the strategy comes out as a StrategyError. Labels and the gold solution reach the strategy only with
     `ground_truth` (the config check allows that on train only). `charge` (budget_usd) is told what each re-run
     and each update's own model calls cost, as they are spent."""
-    gold_allowed = ground_truth and str(bench.cfg.split) == "train"
+    gold_allowed = ground_truth and bench.settings.split == "train"
 
-    def run(trajectory: Any, task: Any, trial: int) -> Mapping[str, Any]:
+    def run(trajectory: Trajectory, task: Task, trial: int) -> Mapping[str, Any]:
         attempts = itertools.count(1)
 
         def rerun() -> Any:

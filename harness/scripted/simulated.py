@@ -100,7 +100,7 @@ _MAX_EPISODES = 100_000  # bound on remembered episodes; far more than run concu
 
 
 def _episode(messages: list[dict[str, Any]], task_id: str, prof: simulated_world.Profile,
-             w: simulated_world.World, seed: Any, episode: str | None) -> _Episode:
+             w: simulated_world.World, seed: object, episode: str | None) -> _Episode:
     """The episode's state: its draw made from `messages` on its first call and kept for every later step.
     episode None: every call is its own episode (direct use in tests)."""
     if episode is not None:
@@ -120,7 +120,7 @@ def _episode(messages: list[dict[str, Any]], task_id: str, prof: simulated_world
 
 
 def agent_turn(messages: list[dict[str, Any]], script: dict[str, Any], prof: simulated_world.Profile,
-               w: simulated_world.World, seed: Any, episode: str | None = None) -> dict[str, Any]:
+               w: simulated_world.World, seed: object, episode: str | None = None) -> dict[str, Any]:
     task_id = str(script["task_id"])
     state = _episode(messages, task_id, prof, w, seed, episode)
     drawn = state.drawn

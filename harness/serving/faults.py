@@ -4,6 +4,11 @@ config check never load it. harness/serving/model_client.py raises them; everyon
 
 from __future__ import annotations
 
+# How often a failed call is tried again, and the first wait (doubling after): model.max_retries and
+# model.retry_backoff_s default to these (harness/config.py), as does a ModelClient built without them
+MAX_RETRIES = 3
+RETRY_BACKOFF_S = 2.0
+
 
 class ProviderFault(RuntimeError):
     """The provider answered 200 with nothing usable (an empty choice list): its fault, retried like a 500."""

@@ -48,7 +48,7 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def redact(value: Any, key: str = "", _redactor: secrets.Redactor | None = None) -> Any:
+def redact(value: object, key: str = "", _redactor: secrets.Redactor | None = None) -> Any:
     """Secrets out of anything we write: by key name, by known secret values, by known key shapes."""
     scrub = _redactor or secrets.redactor()  # looked up once per call tree, not per string
     if isinstance(value, dict):
@@ -134,7 +134,7 @@ class RunStore:
             manifest["jobs"][job_key].pop("ended", None)
             self._write_manifest(manifest)
 
-    def close_job(self, job_key: str, **facts: Any) -> None:
+    def close_job(self, job_key: str, **facts: object) -> None:
         with self.locked():
             manifest = self._read_manifest()
             job = manifest.setdefault("jobs", {}).setdefault(job_key, {})

@@ -60,7 +60,7 @@ class Worker:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def request(self, op: str, timeout_s: float, **args: Any) -> Any:
+    def request(self, op: str, timeout_s: float, **args: object) -> Any:
         if not self.alive:
             raise WorkerError(f"AppWorld worker {self.pid} is not running{self._log_tail()}")
         try:

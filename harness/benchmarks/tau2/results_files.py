@@ -140,7 +140,7 @@ def choose_split(task_ids: set[str], splits: dict[str, list[str]], asked: Option
     return min(holding, key=lambda name: len(splits[name]))
 
 
-def _usage(message: Any) -> Optional[Usage]:
+def _usage(message: object) -> Optional[Usage]:
     usage = getattr(message, "usage", None)
     if not isinstance(usage, dict):
         return None
