@@ -79,13 +79,16 @@ def _tokens(frame: pd.DataFrame) -> float:
     return per_task_means(frame)["memory_tokens/task"]
 
 
-def cell_lines(cell: pd.DataFrame, found: dict[str, str], n_boot: int = stats.N_BOOT) -> list[str]:
-    """The decomposition of one cell (valid records), one line each; [] when it holds no control arm."""
+def decomposition(cell: pd.DataFrame, found: dict[str, str], n_boot: int = stats.N_BOOT) -> tuple[list[Effect],
+                                                                                                   list[str]]:
+    """One cell's (valid records) effects, and the lines said beside them (the length match, on_demand, why an
+    effect is missing); nothing when it holds no control arm."""
     cells = dict(tuple(cell.groupby("strategy", sort=False)))
     here = {s: a for s, a in found.items() if s in cells}
+    out: list[str] = []
+    effects: list[Effect] = []
     if not here:
-        return []
-    out, effects = [], []
+        return effects, out
     placebos = [s for s, a in here.items() if a.startswith(f"{PLACEBO}:")]
     for s in placebos:
         ref = here[s].split(":", 1)[1]
@@ -111,7 +114,13 @@ def cell_lines(cell: pd.DataFrame, found: dict[str, str], n_boot: int = stats.N_
         out.append(f"{PULL}: success {fmt.pct(task_success(pull).mean())} at {fmt.kilo(_tokens(pull))} memory "
                    f"tokens/episode; full {fmt.pct(task_success(full).mean())} at {fmt.kilo(_tokens(full))} "
                    f"({len(pull)} shared pairs)")
-    return [e.line() for e in effects] + out
+    return effects, out
+
+
+def cell_lines(cell: pd.DataFrame, found: dict[str, str], n_boot: int = stats.N_BOOT) -> list[str]:
+    """The decomposition of one cell, one line each; [] when it holds no control arm."""
+    effects, said = decomposition(cell, found, n_boot)
+    return [e.line() for e in effects] + said
 
 
 def terminal(records: pd.DataFrame, exclude: tuple[str, ...] = EXCLUDED, n_boot: int = stats.N_BOOT) -> str:
@@ -127,8 +136,8 @@ def terminal(records: pd.DataFrame, exclude: tuple[str, ...] = EXCLUDED, n_boot:
             blocks.append(fmt.wrap(f"{where}:\n" + "\n".join(f"  {line}" for line in lines), "    "))
     if not blocks:
         return ""
-    return ("Control arms (docs/controls.md): content, length and instruction effects, each paired on the (task, "
-            "trial) pairs both arms have, [95% paired bootstrap CI over tasks]\n" + "\n".join(blocks))
+    return fmt.wrap("Control arms (docs/controls.md): content, length and instruction effects, each paired on the "
+                    "(task, trial) pairs both arms have [95% paired bootstrap CI over tasks]") + "\n" + "\n".join(blocks)
 
 
 def sentence(cell: pd.DataFrame, exclude: tuple[str, ...] = EXCLUDED) -> str:
