@@ -57,13 +57,15 @@ class Effect:
     result: stats.PairedResult
     pairs: int  # (task, trial) pairs both cells have
 
-    def line(self) -> str:
-        r = self.result
+    def line(self, aligned: bool = True) -> str:
+        """`name = a - b  +x pts [lo, hi]  on N tasks x T trials`, in columns for a terminal (`aligned`)."""
+        r, arms, gap = self.result, f"{self.a} - {self.b}", "  " if aligned else " "
+        name, arms = (f"{self.name:<11}", f"{arms:<22}") if aligned else (self.name, arms)
         if r.n == 0:
-            return f"{self.name:<11} = {self.a} − {self.b}: no shared (task, trial) pairs"
+            return f"{name} = {arms.strip()}: no shared (task, trial) pairs"
         trials = f" x {self.pairs // r.n} trials" if self.pairs % r.n == 0 else f" ({self.pairs} pairs)"
-        return (f"{self.name:<11} = {f'{self.a} − {self.b}':<22} {fmt.points(100 * r.diff, 100 * r.lo, 100 * r.hi)}"
-                f"  on {r.n} tasks{trials}" + ("  (* fewer than 20 tasks)" if r.few_tasks else ""))
+        return (f"{name} = {arms} {fmt.points(100 * r.diff, 100 * r.lo, 100 * r.hi)}{gap}on {r.n} tasks{trials}"
+                + (f"{gap}(* fewer than 20 tasks)" if r.few_tasks else ""))
 
 
 def _effect(name: str, a: str, b: str, cells: dict[str, pd.DataFrame], n_boot: int) -> Effect:
@@ -77,6 +79,21 @@ def _memory(frame: pd.DataFrame) -> set[str]:
 
 def _tokens(frame: pd.DataFrame) -> float:
     return per_task_means(frame)["memory_tokens/task"]
+
+
+def _change(mine: float, theirs: float) -> str:
+    return fmt.signed_pct(100 * (mine / theirs - 1)) if theirs else "-"
+
+
+def _length_match(placebo: str, ref: str, mine: pd.DataFrame, theirs: pd.DataFrame) -> str:
+    """The placebo's memory tokens beside its reference's: per agent step (what it matches: each delivery) and
+    per episode (which also moves with the outcome, as an episode's steps do)."""
+    per_step = [float(f["memory_tokens"].sum() / f["steps"].sum()) if "steps" in f and f["steps"].sum() else
+                float("nan") for f in (mine, theirs)]
+    per_episode = [_tokens(mine), _tokens(theirs)]
+    return (f"length match: `{placebo}` {fmt.kilo(per_step[0])} memory tokens per agent step vs `{ref}` "
+            f"{fmt.kilo(per_step[1])} ({_change(*per_step)}); per episode {fmt.kilo(per_episode[0])} vs "
+            f"{fmt.kilo(per_episode[1])} ({_change(*per_episode)}), on the same pairs")
 
 
 def decomposition(cell: pd.DataFrame, found: dict[str, str], n_boot: int = stats.N_BOOT) -> tuple[list[Effect],
@@ -99,11 +116,7 @@ def decomposition(cell: pd.DataFrame, found: dict[str, str], n_boot: int = stats
                        f"{', '.join(sorted(_memory(cells[ref])))}): not comparable")
         else:
             effects.append(_effect("content", ref, s, cells, n_boot))
-            shared = on_common_pairs(cells[s], cells[ref])
-            mine, theirs = _tokens(shared[0]), _tokens(shared[1])
-            change = fmt.signed_pct(100 * (mine / theirs - 1)) if theirs else "-"
-            out.append(f"length match: `{s}` {fmt.kilo(mine)} memory tokens/episode vs `{ref}` {fmt.kilo(theirs)} "
-                       f"({change}) on the same pairs")
+            out.append(_length_match(s, ref, *on_common_pairs(cells[s], cells[ref])))
         if "none" in cells:
             effects.append(_effect("length", s, "none", cells, n_boot))
     for s in (s for s, a in here.items() if a == PROTOCOL):
@@ -117,10 +130,11 @@ def decomposition(cell: pd.DataFrame, found: dict[str, str], n_boot: int = stats
     return effects, out
 
 
-def cell_lines(cell: pd.DataFrame, found: dict[str, str], n_boot: int = stats.N_BOOT) -> list[str]:
+def cell_lines(cell: pd.DataFrame, found: dict[str, str], n_boot: int = stats.N_BOOT,
+               aligned: bool = True) -> list[str]:
     """The decomposition of one cell, one line each; [] when it holds no control arm."""
     effects, said = decomposition(cell, found, n_boot)
-    return [e.line() for e in effects] + said
+    return [e.line(aligned) for e in effects] + said
 
 
 def terminal(records: pd.DataFrame, exclude: tuple[str, ...] = EXCLUDED, n_boot: int = stats.N_BOOT) -> str:
@@ -136,8 +150,8 @@ def terminal(records: pd.DataFrame, exclude: tuple[str, ...] = EXCLUDED, n_boot:
             blocks.append(fmt.wrap(f"{where}:\n" + "\n".join(f"  {line}" for line in lines), "    "))
     if not blocks:
         return ""
-    return fmt.wrap("Control arms (docs/controls.md): content, length and instruction effects, each paired on the "
-                    "(task, trial) pairs both arms have [95% paired bootstrap CI over tasks]") + "\n" + "\n".join(blocks)
+    return ("Control arms (docs/controls.md): each effect paired on the (task, trial) pairs both arms have, "
+            "[95% paired bootstrap CI over tasks]\n" + "\n".join(blocks))
 
 
 def sentence(cell: pd.DataFrame, exclude: tuple[str, ...] = EXCLUDED) -> str:
@@ -145,7 +159,7 @@ def sentence(cell: pd.DataFrame, exclude: tuple[str, ...] = EXCLUDED) -> str:
     found = arms(cell)
     if not found:
         return ""
-    lines = cell_lines(with_assembly(with_tokens(valid(cell, exclude))), found)
+    lines = cell_lines(with_assembly(with_tokens(valid(cell, exclude))), found, aligned=False)
     names = ", ".join(f"`{s}`" for s in found)
     return (f"Control arms, never recommended ({names}; docs/controls.md): " + "; ".join(lines) + "."
             if lines else f"Control arms, never recommended: {names}.")

@@ -164,7 +164,7 @@ def test_tables_print_the_decomposition_within_160_columns(capsys, tmp_path):
     lines = text.splitlines()
     assert max(map(len, lines)) <= 160
     content = next(line for line in lines if line.lstrip().startswith("content"))
-    assert "full − placebo" in content and "+40.0 pts" in content and "on 30 tasks x 2 trials" in content
+    assert "full - placebo" in content and "+40.0 pts" in content and "on 30 tasks x 2 trials" in content
     assert any("on_demand: success 70.0%" in line and "full 80.0%" in line for line in lines)
     summary = controls.mark(tables.summary_of(df, n_boot=200), df).set_index("strategy")["control_arm"]
     assert summary["placebo"] == "placebo:full" and pd.isna(summary["full"])
