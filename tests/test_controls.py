@@ -169,3 +169,27 @@ def test_tables_print_the_decomposition_within_160_columns(capsys, tmp_path):
     summary = controls.mark(tables.summary_of(df, n_boot=200), df).set_index("strategy")["control_arm"]
     assert summary["placebo"] == "placebo:full" and pd.isna(summary["full"])
     assert controls.terminal(df.assign(control_arm=None)) == ""  # no control arm: no section
+
+
+def test_plots_mark_control_arms_and_keep_them_off_the_pareto_front(monkeypatch, tmp_path):
+    from analysis import plots, tables
+
+    df = _records({"none": 0.5, "full": 0.8, "placebo": 0.9, "protocol_only": 0.5},
+                  {"none": 900, "full": 2000, "placebo": 100, "protocol_only": 950})
+    summary = controls.mark(tables.summary_of(df, n_boot=200), df)
+    drawn = {}
+
+    def keep(fig, out_dir, name):
+        drawn[name] = fig.axes
+        return []
+
+    monkeypatch.setattr(plots, "save", keep)
+    plots.success_vs_tokens(summary, tmp_path)
+    plots.strategy_bars(summary, tmp_path)
+    ax, = drawn["success_vs_tokens"]
+    labels = ax.get_legend_handles_labels()[1]
+    assert {"placebo (control)", "protocol_only (control)", "full", "none"} <= set(labels)
+    front = next(line for line in ax.get_lines() if line.get_label().startswith("Pareto"))
+    # the placebo is cheapest and best here: off the front all the same, which is none -> full
+    assert list(front.get_xdata()) == sorted(summary.set_index("strategy").loc[["none", "full"], "tokens/task"])
+    assert "placebo (control)" in drawn["strategy_bars"][0].get_legend_handles_labels()[1]
