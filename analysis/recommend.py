@@ -11,7 +11,8 @@ named, never called the cheapest. When no strategy qualifies the answer is "No d
 name, with how many tasks (x trials) would settle it and the range a bootstrap over the tasks gives. When the
 strategies' infra-error rates differ it says whether the answer holds with infra counted as failures (the
 default) and with infra excluded. Strategies that ran on different task sets are refused (exit 2) unless
---shared-tasks. It says why in plain sentences (docs/deciding.md).
+--shared-tasks. It says why in plain sentences (docs/deciding.md). Control arms (placebo, protocol_only) are never
+candidates: their content / length / instruction decomposition is one more sentence (analysis.controls).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import textwrap
 
 import pandas as pd
 
-from analysis import fmt, harm, identity, infra, power, stats
+from analysis import controls, fmt, harm, identity, infra, power, stats
 from analysis.decision import Recommendation, decide
 from analysis.load import add_pool_option
 from analysis.metrics import BASELINE, CELL, INFRA, on_common_pairs, valid, with_assembly
@@ -37,7 +38,11 @@ def recommend(records: pd.DataFrame, k: int = 1, by: str = "tokens", delta_pts: 
         raise ValueError(f"--by must be tokens or cost, not {by!r}")
     records, notes = identity.comparable(with_assembly(records), shared=shared_tasks)
     out = []
-    for key, cell in records.groupby(CELL, sort=False, dropna=False):
+    for key, whole in records.groupby(CELL, sort=False, dropna=False):
+        cell = whole[~controls.is_control(whole)]  # a control arm measures memory's parts; it is never deployed
+        if cell.empty:
+            raise ValueError(f"{'/'.join(map(str, key))}: only control arms ({', '.join(controls.arms(whole))}): "
+                             "nothing to recommend")
         rec = decide(key, cell, k, by, delta_pts, alpha, amortise_over)
         if key in notes:
             rec.sentences.insert(0, notes[key] + ".")
@@ -46,6 +51,8 @@ def recommend(records: pd.DataFrame, k: int = 1, by: str = "tokens", delta_pts: 
             rec.sentences.append(line + " " + _conventions(rec, other))
         if harmed := harm_line(cell, rec.choice):  # tasks none solved that the choice harmed (issue 28)
             rec.sentences.append(harmed)
+        if parts := controls.sentence(whole):  # content / length / instruction (docs/controls.md)
+            rec.sentences.append(parts)
         out.append(rec)
     return out
 

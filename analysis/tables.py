@@ -6,6 +6,7 @@ Writes, for the records under the given run directories:
                         steps, cost per task, Δ vs none, error counts per label (`errors`)
     models.md/.csv      IBM's shape: model, none, best, best strategy, Δ with paired CI and p, tokens none → best
     pairs.md/.csv       every pair of strategies on the same tasks (paired bootstrap CI, McNemar / sign-flip p)
+    controls.md         with control arms: content / length / instruction effects, paired (analysis.controls)
     ibm_<view>.md/.csv  with --experiment: IBM's published rows beside ours
     *.png / *.svg       plots (see analysis.plots)
 and prints the strategies table (and the IBM view). By default every record counts and an infra error is a failed
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import fmt, ibm, identity, infra, plots, power, stats, task_effects, task_sets
+from analysis import controls, fmt, ibm, identity, infra, plots, power, stats, task_effects, task_sets
 from analysis.build_cost import add_build_cost
 from analysis.costs import add_costs
 from analysis.compare import model_table
@@ -109,7 +110,7 @@ def analyse(paths: list[str], experiment: str | None = None, n_boot: int = stats
     records, lines = load_compared(paths, pool_runs, shared_tasks)
     if records.empty:
         raise SystemExit(f"no records found under {', '.join(map(str, paths))}")
-    summary = summary_of(records, n_boot, exclude, amortise_over)
+    summary = controls.mark(summary_of(records, n_boot, exclude, amortise_over), records)
     pairs = paired_comparisons(records, n_boot=n_boot, exclude=exclude)
     result = Analysis(records, summary, pairs, model_table(summary, pairs), steps_frame(records),
                       load_memory_history(sorted(set(records["run_dir"]))), exclude=tuple(exclude))
@@ -168,6 +169,9 @@ def write(result: Analysis, out_dir: Path, plot: bool = True) -> list[Path]:
         raw.to_csv(out_dir / f"{name}.csv", index=False)
         written += [out_dir / f"{name}.md", out_dir / f"{name}.csv"]
     written += task_effects.write(result, out_dir)  # helped / harmed tasks vs none, A/A noise floor (issue 28)
+    if parts := controls.terminal(result.records, result.exclude):  # content / length / instruction (issue 35)
+        (out_dir / "controls.md").write_text(header(result) + parts + "\n", encoding="utf-8")
+        written.append(out_dir / "controls.md")
     if plot:
         written += plots.all_plots(result.summary, result.steps, result.history, out_dir, result.records)
     return written
@@ -227,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     for line in scenario_warnings(result.summary):
         print(fmt.wrap(line), file=sys.stderr)
     print("\n" + models_terminal(result.models))
+    if parts := controls.terminal(result.records, result.exclude):
+        print("\n" + parts)
     if effects := task_effects.terminal(result):  # per task vs none, the noise floor beside Δ (issue 28)
         print("\nPer task vs none (links to each task's compare page: task_effects.md):\n" + effects)
     for name, table in result.views.items():

@@ -128,6 +128,7 @@ class Row:
     strategy_prompt_tokens: Maybe[int] = UNSET
     strategy_completion_tokens: Maybe[int] = UNSET
     strategy_cost_usd: Maybe[Optional[float]] = UNSET
+    control_arm: Maybe[str] = UNSET  # `placebo:<reference>` or `protocol_only` (docs/controls.md)
     strategy_extra: Mapping[str, Any] = field(default_factory=dict)  # a plugin strategy's facts
     # where the row came from and when
     reflection_rerun: Maybe[int] = UNSET  # retries.jsonl only: an online learner's re-run of the episode

@@ -252,12 +252,16 @@ def render_guidelines(guidelines: Sequence[Guideline], title: str = "Learned gui
     `note` (e.g. how many were omitted to fit a budget) goes inside the block, after the bullets."""
     if not guidelines and not note:
         return ""
-    lines = [f"<{_tag(title)}>", f"{title} from earlier tasks (follow them when they apply):"]
-    lines += [f"- [{g.id}] {g.text}" for g in guidelines]
-    if note:
-        lines.append(note)
-    lines.append(f"</{_tag(title)}>")
-    return "\n".join(lines)
+    return memory_frame([f"- [{g.id}] {g.text}" for g in guidelines] + ([note] if note else []), title)
+
+
+INSTRUCTION = "from earlier tasks (follow them when they apply):"  # the memory instruction, after the block's title
+
+
+def memory_frame(lines: Sequence[str] = (), title: str = "Learned guidelines") -> str:
+    """The memory header and instruction around `lines`: with none, what `protocol_only` delivers (the frame
+    `full` wraps its guidelines in, no guideline)."""
+    return "\n".join([f"<{_tag(title)}>", f"{title} {INSTRUCTION}", *lines, f"</{_tag(title)}>"])
 
 
 def _tag(title: str) -> str:

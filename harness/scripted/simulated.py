@@ -2,7 +2,8 @@
 
 It plays τ² like the scripted oracle (replays the task's gold actions, then says the facts to communicate),
 but each episode succeeds only with the probability harness/scripted/simulated_world.py computes from *the prompt it
-receives*: the memory bullets it can read there, and how many tokens they take. So placement, budgets,
+receives*: the memory bullets it can read there, how many tokens they take, and whether the memory instruction
+is there (the control arms: docs/controls.md). So placement, budgets,
 truncation and end_of_conversation all reach it, and the planted effect is known exactly.
 
 The draw is made ONCE per episode, from the prompt of the episode's first agent step, and kept for its later
