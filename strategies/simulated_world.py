@@ -20,6 +20,10 @@ imports it without importing the harness.
   written by the corruption operator (harness/memory/corrupt.py) for the lessons it corrupts. Without harms the
   world is exactly the one above (the harm term is 0 and nothing the agent writes changes).
 * *Memory tokens* = the gpt-4o token count of every memory bullet line in the system and user messages.
+* With a memory tool `recall_guidelines` offered (on_demand), the agent calls it on its first step with chance
+  `pull` (fixed per task and trial seed), its query the user's first message; the bullet lines of the answer are
+  read as delivered (and their tokens counted) like the prompt's, so it gains a relevant guideline only when the
+  retriever returned it. The reading is then made at the step after the answer.
 * One reading per episode: the simulated agent applies this to the prompt of the episode's FIRST agent step and
   keeps that p and draw for the whole episode (harness/scripted/simulated.py).
 * The draw: u = sha256(task id | trial seed | what was read) in [0, 1); the episode succeeds iff u < p. The same
@@ -59,6 +63,7 @@ class Profile:
     rot: float  # success lost per 1,000 memory tokens beyond the threshold
     threshold: int  # memory tokens the model absorbs for free
     harm: float = 0.0  # per harmful guideline delivered (planted in _meta.simulated.harms)
+    pull: float = 0.0  # chance it calls PULL_TOOL on its first step when offered (on_demand, docs/memory-tools.md)
 
     def p(self, relevant: int, memory_tokens: int, harmful: int = 0) -> float:
         raw = (self.base + self.lift * relevant - self.harm * harmful
@@ -71,9 +76,10 @@ class Profile:
 # misleads more than a right one helps (harm > lift), the small model more than the strong one (it cannot tell
 # what does not apply); harm only acts where an artifact plants harms (docs/robustness.md).
 PROFILES = {
-    "strong": Profile("strong", base=0.55, lift=0.06, rot=0.01, threshold=2000, harm=0.12),
-    "small": Profile("small", base=0.50, lift=0.02, rot=0.12, threshold=600, harm=0.15),
+    "strong": Profile("strong", base=0.55, lift=0.06, rot=0.01, threshold=2000, harm=0.12, pull=0.8),
+    "small": Profile("small", base=0.50, lift=0.02, rot=0.12, threshold=600, harm=0.15, pull=0.5),
 }
+PULL_TOOL = "recall_guidelines"  # the memory tool the simulated agent knows how to call (strategies/on_demand.py)
 
 
 class WorldError(ValueError):
@@ -208,8 +214,22 @@ def read_lines(lines: Iterable[str], world: World) -> Reading:
     return Reading(tuple(delivered), tokens)
 
 
+def pulled_lines(messages: Sequence[dict[str, Any]]) -> list[str]:
+    """The memory bullet lines of every answer to a PULL_TOOL call in the conversation (what on_demand gave)."""
+    ids = {c.get("id") for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []
+           if (c.get("function") or {}).get("name") == PULL_TOOL}
+    return [line for m in messages if m.get("role") == "tool" and m.get("tool_call_id") in ids
+            for line in str(m.get("content") or "").splitlines() if _BULLET.match(line)]
+
+
 def read_prompt(messages: Sequence[dict[str, Any]], world: World) -> Reading:
-    return read_lines(memory_lines(messages), world)
+    """What the agent read: the prompt's memory lines and the answers of its memory-tool calls."""
+    return read_lines(memory_lines(messages) + pulled_lines(messages), world)
+
+
+def pulls(prof: Profile, task_id: str, seed: Any) -> bool:
+    """Whether the agent recalls on its first step when the tool is offered: fixed per (task, trial seed)."""
+    return draw(task_id, seed, "pull") < prof.pull
 
 
 def draw(task_id: str, seed: Any, reading: str = "") -> float:
