@@ -21,8 +21,8 @@ from strategies.core_retrieval import GuidelineIndex, SelectionOptions
 from strategies.registry import StrategyContext
 
 TOOL = "recall_guidelines"
-NOTICE = (f"Guidelines learned on earlier tasks can be recalled with the tool {TOOL}(query): call it with a short "
-          "description of your situation when a past lesson could help.")
+NOTICE = (f'Guidelines learned on earlier tasks can be recalled by calling {TOOL}(query="<your situation in a '
+          'sentence>") on its own, when a past lesson could help.')
 RECALLED = "Recalled guidelines"
 _PER_STEP = {"rerank_each_step", "budget_tokens"}  # core_retrieval's prompt-block knobs: nothing here to tune
 _DEFAULTS = {"top_k": 3}  # STATE-Bench's retrieve_learnings default

@@ -60,10 +60,10 @@ class Scripted:
         return self.replies.pop(0)
 
 
-def step_with(client, prompted=False):
+def step_with(client, tool_format="native"):
     ledger = Ledger()
     step = AgentStep(client, Pulling(), TaskView("b", "t", ""), ledger, len, AssemblyOptions(prompt_caching=False),
-                     send=client.send, measure=lambda m: 0, prompted=prompted)
+                     send=client.send, measure=lambda m: 0, tool_format=tool_format)
     return step, ledger
 
 
@@ -129,7 +129,7 @@ def test_a_model_that_keeps_calling_ends_the_step_without_a_memory_call_reaching
 def test_the_prompted_format_lists_the_memory_tool_and_its_text_call_is_answered():
     call = '<tool_call>\n{"name": "recall", "arguments": {"query": "refund"}}\n</tool_call>'
     client = Scripted(text(call), text("Here is your refund."))
-    step, ledger = step_with(client, prompted=True)
+    step, ledger = step_with(client, "prompted")
     system = "POLICY\n\n" + render_tools([{"name": "get_order", "parameters": {}}])
     _, completion = take(step, system)
     assert completion.content == "Here is your refund."
@@ -150,3 +150,18 @@ def test_a_step_without_memory_tools_leaves_the_row_unchanged():
     _, completion = take(step)
     assert completion.tool_calls[0].name == "recall"  # not a memory tool here: the benchmark's to answer
     assert "memory_tool_calls" not in ledger.record_fields() and json.dumps(ledger.memory_tool_fields()) == "{}"
+
+
+def test_a_code_agents_block_that_only_calls_the_memory_tool_is_answered_as_its_output():
+    call = "Let me check.\n```python\nprint(recall('change an order'))\n```"
+    client = Scripted(text(call), text("```python\napis.supervisor.show_profile()\n```"))
+    step, ledger = step_with(client, "code")
+    _, completion = take(step)
+    assert "show_profile" in completion.content  # only this goes to the engine
+    assert client.sent[1][-2:] == [{"role": "assistant", "content": call},
+                                   {"role": "user", "content": "Output:\n- [g7] " + LESSON.text}]
+    assert step.exchanges[0].arguments == {"query": "change an order"}  # positional, in the schema's order
+    for code in ("x = recall('a')\nprint(x)", "print(recall(query=name))", "recall('a'"):  # the engine's to run
+        client.replies = [text(f"```python\n{code}\n```")]
+        assert take(step)[1].content.endswith(f"{code}\n```")
+    assert ledger.memory_tool_fields()["memory_tool_calls"] == 1

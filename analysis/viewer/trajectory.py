@@ -129,10 +129,11 @@ def _appworld(doc: dict) -> Conversation:
     for i, s in enumerate(doc["steps"]):
         s = s if isinstance(s, dict) else {}
         code = s.get("code")
+        memory = bool(s.get("memory"))  # a memory-tool call answered by the strategy, not run by the engine
         turns.append(Turn("assistant", _content(s.get("reply")),
-                          [{"name": "python", "arguments": str(code)}] if code else [], step=i))
+                          [{"name": "python", "arguments": str(code)}] if code else [], step=i, memory=memory))
         if s.get("observation") is not None:
-            turns.append(Turn("tool", _content(s.get("observation"))))
+            turns.append(Turn("tool", _content(s.get("observation")), memory=memory))
     evaluation = dict(doc.get("evaluation") or {})
     for key in ("error", "error_detail"):
         if doc.get(key):

@@ -10,7 +10,9 @@ with an `Error: ...` message, as a benchmark answers a bad tool call: the episod
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Optional, Sequence
 
@@ -18,6 +20,9 @@ from harness.serving.model_client import Completion, ToolCallText
 from harness.serving.prompted_tools import call_block
 from strategies import MemoryTool, MemoryToolError
 
+TOOL_FORMATS = ("native", "prompted", "code")  # LiteLLM tools=, <tool_call> text, a call in a code agent's code
+CODE_OUTPUT = "Output:\n{answer}"  # a code agent reads a memory answer as its code's output
+_CODE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.S)
 MAX_ROUNDS = 5  # memory-tool replies answered in one step; a model still calling after that ends the step
 
 
@@ -37,11 +42,13 @@ class MemoryExchange:
                 "ids": list(self.ids), "error": self.error}
 
 
-def find_calls(completion: Completion, names: set[str], prompted: bool, call_id: str) -> list[ToolCallText]:
+def find_calls(completion: Completion, names: set[str], tool_format: str, call_id: str) -> list[ToolCallText]:
     """The reply's calls when it calls a memory tool (all of its calls: benchmark calls beside one are not run);
     none when it calls no memory tool. `names`: every memory tool the episode has offered; `call_id`: the id a
-    prompted call gets (text calls have none)."""
-    if prompted:
+    prompted or code call gets (text calls have none)."""
+    if tool_format == "code":
+        return code_call(completion.content, names, call_id)
+    if tool_format == "prompted":
         body = call_block(completion.content)
         if body is None:
             return []
@@ -57,6 +64,28 @@ def find_calls(completion: Completion, names: set[str], prompted: bool, call_id:
         return [ToolCallText(call_id, name, json.dumps(args, ensure_ascii=False))]
     calls = list(completion.tool_calls)
     return calls if any(c.name in names for c in calls) else []
+
+
+def code_call(text: Optional[str], names: set[str], call_id: str) -> list[ToolCallText]:
+    """A code agent's reply whose code is one call of a memory tool with literal arguments, e.g.
+    `print(recall_guidelines(query="..."))`; positional arguments are taken in the order the schema lists them
+    (the answer checks them). Any other code is the engine's to run, a memory tool inside it included."""
+    blocks = [b.strip() for b in _CODE.findall(text or "") if b.strip()]
+    try:
+        body = ast.parse("\n\n".join(blocks)).body if blocks else []
+    except SyntaxError:
+        return []
+    call = body[0].value if len(body) == 1 and isinstance(body[0], ast.Expr) else None
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "print" and call.args:
+        call = call.args[0]
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in names):
+        return []
+    try:
+        args = {f"{i}": ast.literal_eval(a) for i, a in enumerate(call.args)}
+        args.update({k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg})
+    except ValueError:
+        return []
+    return [ToolCallText(call_id, call.func.id, json.dumps(args, ensure_ascii=False))]
 
 
 def answer(call: ToolCallText, offered: Mapping[str, MemoryTool], benchmark_call: bool) -> MemoryExchange:
@@ -77,6 +106,9 @@ def answer(call: ToolCallText, offered: Mapping[str, MemoryTool], benchmark_call
         args = json.loads(call.arguments) if call.arguments.strip() else {}
     except json.JSONDecodeError as exc:
         return error(f"{call.name}: arguments are not JSON ({exc.msg})", call.arguments)
+    if isinstance(args, dict):  # a code call's positional arguments, in the schema's order
+        order = list(tool.parameters.get("properties") or {})
+        args = {(order[int(k)] if k.isdigit() and int(k) < len(order) else k): v for k, v in args.items()}
     problem = argument_problem(tool.parameters, args)
     if problem:
         return error(f"{call.name}: {problem}", args)
@@ -101,20 +133,24 @@ def argument_problem(schema: Mapping[str, Any], args: Any) -> Optional[str]:
     return f"argument(s) {wrong} must be strings" if wrong else None
 
 
-def exchange_messages(completion: Completion, calls: Sequence[ToolCallText],
-                      exchanges: Sequence[MemoryExchange]) -> list[dict[str, Any]]:
-    """The reply's calls and their answers in OpenAI chat form (the prompted format renders them as text)."""
+def exchange_messages(completion: Completion, calls: Sequence[ToolCallText], exchanges: Sequence[MemoryExchange],
+                      tool_format: str = "native") -> list[dict[str, Any]]:
+    """The reply's calls and their answers in OpenAI chat form (the prompted format renders them as text); for a
+    code agent, its reply and the answer as the code's output, as AppWorld's conversation shows a run."""
+    if tool_format == "code":
+        return [{"role": "assistant", "content": completion.content},
+                {"role": "user", "content": CODE_OUTPUT.format(answer=exchanges[0].answer)}]
     assistant = {"role": "assistant", "content": completion.content if not calls else None,
                  "tool_calls": [{"id": c.id, "type": "function",
                                  "function": {"name": c.name, "arguments": c.arguments}} for c in calls]}
     return [assistant, *({"role": "tool", "tool_call_id": e.call_id, "content": e.answer} for e in exchanges)]
 
 
-def without_memory_calls(completion: Completion, names: set[str], prompted: bool) -> Completion:
+def without_memory_calls(completion: Completion, names: set[str], tool_format: str) -> Completion:
     """The step's last reply once MAX_ROUNDS are spent, its memory calls removed: the benchmark must never see one
     (a reply left with nothing is the agent's malformed output, as an empty reply always is)."""
-    if not find_calls(completion, names, prompted, "memory_last"):
+    if not find_calls(completion, names, tool_format, "memory_last"):
         return completion
-    if prompted:
+    if tool_format != "native":
         return replace(completion, content=None)
     return replace(completion, tool_calls=tuple(c for c in completion.tool_calls if c.name not in names))

@@ -49,12 +49,14 @@ class AgentStep:
     def __init__(self, client: ModelClient, strategy: Optional[Strategy], task_view: Optional[TaskView],
                  ledger: Ledger, counter: MemoryTokenCounter, options: AssemblyOptions, *,
                  measure: Optional[Callable[[Messages], int]] = None, send: Optional[Send] = None,
-                 prompted: bool = False):
+                 tool_format: str = "native"):
         self.client, self.strategy, self.task_view = client, strategy, task_view
         self.ledger, self.counter, self.options = ledger, counter, options
         self.measure = measure or (lambda messages: request_tokens(client.model, messages))
         self.send = send or (lambda messages, tools: client.complete(messages))
-        self.prompted = prompted  # tools as text in the system prompt (harness/serving/prompted_tools.py)
+        if tool_format not in memory_calls.TOOL_FORMATS:
+            raise ValueError(f"tool_format {tool_format!r}; valid: {', '.join(memory_calls.TOOL_FORMATS)}")
+        self.tool_format = tool_format  # how the model calls tools, memory tools included (memory_calls.py)
         # memory tools (docs/memory-tools.md): offered at the current call, every name offered this episode, the
         # answers given so far (counted as memory tokens at every call that still carries them), this turn's
         # exchanges as chat messages and as records (the agent keeps them in its history and trajectory)
@@ -80,7 +82,7 @@ class AgentStep:
         """deliver -> assemble: the request of step `index` in the agent's layout."""
         delivered = self.deliver(index, history)
         self.exchange_messages, self.exchanges, self.offered = [], [], delivered.tools
-        if self.prompted and delivered.tools:
+        if self.tool_format == "prompted" and delivered.tools:
             system = add_tools(system, [t.schema() for t in delivered.tools])
         o = self.options
         assembled = assemble(system, history, delivered, layout, policy=o.context_policy, limit=o.limit,
@@ -99,7 +101,7 @@ class AgentStep:
             self.ledger.memory_tools_offered = True
         completion = self._ledgered(request, messages, tools)
         for _ in range(memory_calls.MAX_ROUNDS):
-            calls = memory_calls.find_calls(completion, self.known, self.prompted,
+            calls = memory_calls.find_calls(completion, self.known, self.tool_format,
                                             f"memory_{len(self.ledger.memory_calls)}") if self.known else []
             if not calls:
                 return completion
@@ -108,18 +110,18 @@ class AgentStep:
                 self.ledger.add_memory_call(exchange.ids, error=exchange.error is not None)
                 if exchange.error is None:
                     self.answers.add(exchange.answer)
-            turn = memory_calls.exchange_messages(completion, calls, answered)
+            turn = memory_calls.exchange_messages(completion, calls, answered, self.tool_format)
             self.exchange_messages += turn
             self.exchanges += answered
             messages = [*messages, *turn]
             completion = self._ledgered(request, messages, tools)
-        return memory_calls.without_memory_calls(completion, self.known, self.prompted)
+        return memory_calls.without_memory_calls(completion, self.known, self.tool_format)
 
     def _ledgered(self, request: StepRequest, messages: Messages, tools: bool) -> Completion:
         completion = self.complete(messages, tools=tools)
         sent = request.assembled
-        pulled = sum(self.counter(m["content"]) for m in messages
-                     if m.get("role") == "tool" and m.get("content") in self.answers)
+        pulled = sum(self.counter(a) for a in self.answers if any(
+            m.get("content") in (a, memory_calls.CODE_OUTPUT.format(answer=a)) for m in messages))
         self.ledger.add_agent_step(completion.usage, self.counter(sent.delivery.text) + pulled, sent.delivery.ids,
                                    dropped_ids=request.delivered.dropped, context_dropped_ids=sent.context_dropped,
                                    summarised_turns=sent.summarised_turns)

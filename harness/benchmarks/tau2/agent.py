@@ -55,7 +55,8 @@ class MemoryAgent(LLMAgent):
         self.layout = chat_layout(self.opts.placement, self.client.model)
         self.step = AgentStep(self.client, strategy, task_view, self.ledger,
                               memory_counter or MemoryTokenCounter(self.client.model), self.opts,
-                              measure=self._measure, send=self._send, prompted=prompted)
+                              measure=self._measure, send=self._send,
+                              tool_format="prompted" if prompted else "native")
 
     def set_seed(self, seed: int) -> None:
         self.client.kwargs["seed"] = seed
