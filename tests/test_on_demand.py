@@ -167,3 +167,24 @@ def test_the_simulated_agent_pulls_by_its_planted_chance_and_reads_what_the_retr
     assert simulated_world.read_prompt(after, world).delivered == (helps,)
     gold = simulated.agent_turn(after, script, prof, world, pulled[0], can_pull=True)
     assert gold["tool_calls"][0]["function"]["name"] == "get_order_details"  # its recall is not a gold call
+
+
+def test_the_viewer_shows_a_memory_call_and_its_answer_at_their_own_step():
+    from jinja2 import Environment, FileSystemLoader
+
+    from analysis.viewer import trajectory
+
+    call = {"id": "m1", "tool": TOOL, "arguments": {"query": "exchange"}, "answer": "- [r1] use the exchange tool",
+            "ids": ["r1"], "error": None}
+    doc = {"simulations": [{"messages": [
+        {"role": "user", "content": "I want an exchange"},
+        {"role": "assistant", "content": None, "tool_calls": [{"name": "get_order_details", "arguments": {}}],
+         "usage": {}, "raw_data": {"memory_calls": [call]}}]}]}
+    turns = trajectory._tau2(doc).turns
+    assert [(t.role, t.step, t.memory) for t in turns] == [("user", None, False), ("assistant", 0, True),
+                                                          ("tool", None, True), ("assistant", 1, False)]
+    assert turns[1].tool_calls[0]["name"] == TOOL and turns[2].text == call["answer"]
+    env = Environment(loader=FileSystemLoader("analysis/viewer/templates"), autoescape=True)
+    env.filters["num"] = lambda value, digits=0: str(value)  # the app's number filter, not used by turn_box
+    html = env.from_string('{% import "macros.html" as m %}{{ m.turn_box(t) }}').render(t=turns[1])
+    assert "memtool" in html and "not seen by the benchmark" in html and f"→ {TOOL}(" in html
