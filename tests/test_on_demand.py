@@ -188,3 +188,29 @@ def test_the_viewer_shows_a_memory_call_and_its_answer_at_their_own_step():
     env.filters["num"] = lambda value, digits=0: str(value)  # the app's number filter, not used by turn_box
     html = env.from_string('{% import "macros.html" as m %}{{ m.turn_box(t) }}').render(t=turns[1])
     assert "memtool" in html and "not seen by the benchmark" in html and f"→ {TOOL}(" in html
+
+
+def test_on_the_simulated_world_on_demand_pulls_reads_what_it_was_given_and_costs_less_than_full(artifact, runs_dir):
+    from harness.run import check_job, compose_job
+    from tau2.data_model.simulation import Results
+
+    tasks = ["5", "9", "12", "17", "18", "26"]
+    common = ["model=simulated", f"model.world={artifact}", "benchmark=tau2_retail", "benchmark.trials=2",
+              f"benchmark.task_ids=[{','.join(repr(t) for t in tasks)}]", f"memory={artifact}", f"runs_dir={runs_dir}",
+              "progress=false", "run_name=sim"]
+    for strategy in ("full", "on_demand"):
+        cfg = compose_job([*common, f"strategy={strategy}"])
+        check_job(cfg)
+        run_job(cfg)
+    rows = read_records(runs_dir / "sim")
+    pulled = [r for r in rows if r["strategy"] == "on_demand" and r["memory_tool_calls"]]
+    assert pulled and all(r["memory_tool_errors"] == 0 for r in pulled)
+    w = simulated_world.load_world(artifact)
+    for r in pulled:  # the draw read exactly the guidelines the retriever returned
+        sim = Results.load(runs_dir / "sim" / r["trajectory"]).simulations[0]
+        tag = next(simulated.parse_tag(m.content) for m in sim.messages if m.role == "assistant"
+                   and simulated.parse_tag(m.content or ""))
+        assert tag["relevant"] == len(w.relevant_ids(r["task_id"], r["memory_tool_ids"][0]))
+    mean = {s: sum(r["memory_tokens"] for r in rows if r["strategy"] == s) / (2 * len(tasks))
+            for s in ("full", "on_demand")}
+    assert 0 < mean["on_demand"] < mean["full"] / 5
