@@ -90,6 +90,9 @@ class Ledger:
     judge_calls: list[Usage] = field(default_factory=list)  # τ²'s NL-assertion judge, kept apart like the user
     strategy_calls: list[ModelCall] = field(default_factory=list)  # the strategy's own (strategies.base.report_call)
     provider: ProviderStats = field(default_factory=ProviderStats)  # retries of every call of the episode
+    # memory-tool calls the agent step answered (harness/assembly/memory_calls.py): (ids given, an error?) each
+    memory_calls: list[tuple[tuple[str, ...], bool]] = field(default_factory=list)
+    memory_tools_offered: bool = False  # the row carries the memory-tool columns only when a tool was offered
     # told of each agent step as it is ledgered (the job's progress line, harness/runner/progress.py)
     on_step: Optional[Callable[[], None]] = field(default=None, repr=False, compare=False)
 
@@ -115,6 +118,16 @@ class Ledger:
         if self.on_step is not None:
             self.on_step()
         return entry
+
+    def add_memory_call(self, ids: Iterable[str], *, error: bool) -> None:
+        self.memory_calls.append((tuple(ids), error))
+
+    def memory_tool_fields(self) -> dict[str, Any]:
+        if not self.memory_tools_offered:
+            return {}
+        return {"memory_tool_calls": len(self.memory_calls),
+                "memory_tool_errors": sum(error for _, error in self.memory_calls),
+                "memory_tool_ids": [list(ids) for ids, _ in self.memory_calls]}
 
     def add_user_call(self, usage: Usage) -> None:
         self.user_calls.append(usage)
@@ -154,7 +167,8 @@ class Ledger:
                 "summarised_turns": sum(s.summarised_turns for s in self.agent_steps),
                 "delivered": [list(s.delivered_ids) for s in self.agent_steps],
                 "dropped": [sorted({*s.dropped_ids, *s.context_dropped_ids}) for s in self.agent_steps],
-                "step_usage": self.step_rows(), **self.provider.fields(), **self.strategy_fields()}
+                "step_usage": self.step_rows(), **self.memory_tool_fields(), **self.provider.fields(),
+                **self.strategy_fields()}
 
     def strategy_fields(self) -> dict[str, Any]:
         """The strategy's own calls: none when it made none, so the row of a strategy that calls no model is

@@ -103,6 +103,9 @@ class Row:
     delivered: Maybe[list] = UNSET
     dropped: Maybe[list] = UNSET
     step_usage: Maybe[list] = UNSET
+    memory_tool_calls: Maybe[int] = UNSET  # only when the strategy offered a memory tool (docs/memory-tools.md)
+    memory_tool_errors: Maybe[int] = UNSET
+    memory_tool_ids: Maybe[list] = UNSET
     wall_s: Maybe[Optional[float]] = UNSET
     task_text: Maybe[str] = UNSET
     # a benchmark's own columns: τ² (harness/benchmarks/tau2/adapter.py), AppWorld (appworld/adapter.py)

@@ -63,9 +63,33 @@ class Trajectory:
     episode: str | None = None  # "<task_id>#<trial>" from the runner: lets a learner apply each episode once
 
 
+class MemoryToolError(ValueError):
+    """A memory-tool call the strategy cannot answer (bad arguments): the agent reads the message as a tool error."""
+
+
+@dataclass(frozen=True)
+class MemoryTool:
+    """A tool the agent may call to pull memory (on_demand's `recall_guidelines`). The agent step offers it beside
+    the benchmark's tools and answers a call itself with `answer(arguments)`: the benchmark never sees the call
+    (docs/memory-tools.md). `parameters` is the JSON schema of the arguments (an object); the step checks its
+    `required` names and `string` types before calling `answer`, which may raise MemoryToolError for the rest.
+    The answer is a Delivery: its text is what the agent reads, its guidelines are the ids it was given."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    answer: Callable[[Mapping[str, Any]], "Delivery"] = field(compare=False, repr=False)
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI function schema, as benchmark tools are offered."""
+        return {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                 "parameters": dict(self.parameters)}}
+
+
 @dataclass(frozen=True)
 class Delivery:
-    """What a strategy hands the agent for one step: the guidelines and their rendered text."""
+    """What a strategy hands the agent for one step: the guidelines and their rendered text, and the memory tools
+    the agent may call at this step."""
 
     guidelines: tuple[Guideline, ...] = ()
     text: str = ""
@@ -73,6 +97,7 @@ class Delivery:
     # The same memory refitted to a smaller token budget by the strategy's own priorities; the request
     # assembly calls it when the whole request would overflow the model's window. None: not refittable.
     refit: Optional[Callable[[int], "Delivery"]] = field(default=None, compare=False, repr=False)
+    tools: tuple[MemoryTool, ...] = field(default=(), compare=False)
 
     @property
     def ids(self) -> list[str]:

@@ -61,8 +61,11 @@ class SimulatedAgent(CustomLLM):
                     message="simulated model needs an episode id in metadata (harness/serving/models.py sets it)",
                     model=model, llm_provider=PROVIDER)
             seed = (kwargs.get("optional_params") or {}).get("seed")
+            tools = {(t.get("function") or t).get("name") for t in (kwargs.get("optional_params") or {}).get("tools")
+                     or ()}
             message = agent_turn(messages, script, simulated_world.profile(meta.get("profile") or model.split("/")[-1]),
-                                 simulated_world.load_world(meta["world"]), seed, episode=str(meta["episode"]))
+                                 simulated_world.load_world(meta["world"]), seed, episode=str(meta["episode"]),
+                                 can_pull=simulated_world.PULL_TOOL in tools)
         text = message.get("content") or json.dumps(message.get("tool_calls"))
         # as litellm.token_counter counts
         prompt = prompt_tokens(simulated_world.TOKENIZER, oracle._countable(messages))
@@ -121,8 +124,12 @@ def _episode(messages: list[dict[str, Any]], task_id: str, prof: simulated_world
 
 
 def agent_turn(messages: list[dict[str, Any]], script: dict[str, Any], prof: simulated_world.Profile,
-               w: simulated_world.World, seed: object, episode: str | None = None) -> dict[str, Any]:
+               w: simulated_world.World, seed: object, episode: str | None = None,
+               can_pull: bool = False) -> dict[str, Any]:
     task_id = str(script["task_id"])
+    pull = _pull(messages, task_id, prof, seed, episode) if can_pull else None
+    if pull is not None:
+        return pull
     state = _episode(messages, task_id, prof, w, seed, episode)
     drawn = state.drawn
     p, u, ok = drawn.p, drawn.u, drawn.success
@@ -141,7 +148,8 @@ def agent_turn(messages: list[dict[str, Any]], script: dict[str, Any], prof: sim
     tag = (f"[simulated: p={p:.6f} u={u:.6f} relevant={drawn.relevant} "
            f"memory_tokens={drawn.memory_tokens}{f' harmful={drawn.harmful}' if drawn.harmful else ''} "
            f"outcome={'success' if ok else 'failure'}]")
-    shown = sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
+    shown = sum(1 for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []
+                if (c.get("function") or {}).get("name") != simulated_world.PULL_TOOL)
     done = max(shown, state.calls_made)
     if broken:  # nothing to leave out: the agent fails by answering with a tool call that does not parse
         return {"role": "assistant", "content": tag, "tool_calls": [{
@@ -150,6 +158,21 @@ def agent_turn(messages: list[dict[str, Any]], script: dict[str, Any], prof: sim
         state.calls_made = done + 1
         return oracle.gold_call_message(calls[done], done)
     return {"role": "assistant", "content": f"{final} {tag} {oracle.DONE_MARKER}".strip()}
+
+
+def _pull(messages: list[dict[str, Any]], task_id: str, prof: simulated_world.Profile, seed: Any,
+          episode: str | None) -> dict[str, Any] | None:
+    """The recall call of the episode's first step, when the planted chance says it pulls; None otherwise (the
+    draw is made, or it already pulled)."""
+    with _episodes_lock:
+        drawn = episode is not None and episode in _episodes
+    if drawn or any((c.get("function") or {}).get("name") == simulated_world.PULL_TOOL for m in messages
+                    for c in m.get("tool_calls") or []) or not simulated_world.pulls(prof, task_id, seed):
+        return None
+    query = next((str(m.get("content")) for m in messages if m.get("role") == "user" and m.get("content")), "")
+    return {"role": "assistant", "content": None, "tool_calls": [{
+        "id": "recall_0", "type": "function",
+        "function": {"name": simulated_world.PULL_TOOL, "arguments": json.dumps({"query": query or task_id})}}]}
 
 
 def parse_tag(text: str) -> dict[str, Any] | None:

@@ -28,6 +28,10 @@ as a plain definition (tests/test_import_graph.py's SHARED_DEFINITIONS) without 
   (strategies.base.INSTRUCTION; `protocol_only` delivers that frame alone). Its planted effect is
   `Profile.instruction`, 0 in both profiles: being told memory follows, with none to read, neither helps nor
   hurts, so `protocol_only - none` is 0 and `full - none` is what it always was.
+* With a memory tool `recall_guidelines` offered (on_demand), the agent calls it on its first step with chance
+  `pull` (fixed per task and trial seed), its query the user's first message; the bullet lines of the answer are
+  read as delivered (and their tokens counted) like the prompt's, so it gains a relevant guideline only when the
+  retriever returned it. The reading is then made at the step after the answer.
 * One reading per episode: the simulated agent applies this to the prompt of the episode's FIRST agent step and
   keeps that p and draw for the whole episode (harness/scripted/simulated.py).
 * The draw: u = sha256(task id | trial seed | what was read) in [0, 1); the episode succeeds iff u < p. The same
@@ -70,6 +74,7 @@ class Profile:
     threshold: int  # memory tokens the model absorbs for free
     harm: float = 0.0  # per harmful guideline delivered (planted in _meta.simulated.harms)
     instruction: float = 0.0  # when the memory instruction is read (INSTRUCTION_EFFECT in both profiles)
+    pull: float = 0.0  # chance it calls PULL_TOOL on its first step when offered (on_demand, docs/memory-tools.md)
 
     def p(self, relevant: int, memory_tokens: int, harmful: int = 0, instructed: bool = False) -> float:
         raw = (self.base + self.lift * relevant - self.harm * harmful + self.instruction * instructed
@@ -86,10 +91,11 @@ class Profile:
 INSTRUCTION_EFFECT = 0.0
 PROFILES = {
     "strong": Profile("strong", base=0.55, lift=0.06, rot=0.01, threshold=2000, harm=0.12,
-                      instruction=INSTRUCTION_EFFECT),
+                      instruction=INSTRUCTION_EFFECT, pull=0.8),
     "small": Profile("small", base=0.50, lift=0.02, rot=0.12, threshold=600, harm=0.15,
-                     instruction=INSTRUCTION_EFFECT),
+                     instruction=INSTRUCTION_EFFECT, pull=0.5),
 }
+PULL_TOOL = "recall_guidelines"  # the memory tool the simulated agent knows how to call (strategies/on_demand.py)
 
 
 class WorldError(ValueError):
@@ -238,8 +244,22 @@ def read_lines(lines: Iterable[str], world: World) -> Reading:
     return Reading(tuple(delivered), tokens, instructed)
 
 
+def pulled_lines(messages: Sequence[dict[str, Any]]) -> list[str]:
+    """The memory bullet lines of every answer to a PULL_TOOL call in the conversation (what on_demand gave)."""
+    ids = {c.get("id") for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []
+           if (c.get("function") or {}).get("name") == PULL_TOOL}
+    return [line for m in messages if m.get("role") == "tool" and m.get("tool_call_id") in ids
+            for line in str(m.get("content") or "").splitlines() if _BULLET.match(line)]
+
+
 def read_prompt(messages: Sequence[dict[str, Any]], world: World) -> Reading:
-    return read_lines(memory_lines(messages), world)
+    """What the agent read: the prompt's memory lines and the answers of its memory-tool calls."""
+    return read_lines(memory_lines(messages) + pulled_lines(messages), world)
+
+
+def pulls(prof: Profile, task_id: str, seed: Any) -> bool:
+    """Whether the agent recalls on its first step when the tool is offered: fixed per (task, trial seed)."""
+    return draw(task_id, seed, "pull") < prof.pull
 
 
 def draw(task_id: str, seed: Any, reading: str = "") -> float:
