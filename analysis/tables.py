@@ -145,6 +145,8 @@ def header(result: Analysis) -> str:
 
 def models_terminal(models: pd.DataFrame) -> str:
     """The models table narrowed for a terminal: tasks × trials in one column, a tie's rule as a numbered note."""
+    if models.empty:
+        return ""
     rules = [r if isinstance(r, str) and r else "" for r in models.get("best_rule", pd.Series("", models.index))]
     notes = list(dict.fromkeys(r for r in rules if r))
     shown = fmt.drop_constant(models_display(models.assign(best_rule="")))

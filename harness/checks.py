@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence
 
@@ -174,3 +175,27 @@ def check_memory_by_strategy(s: JobSettings) -> None:
         if artifact_kind(own) != KIND:
             raise ConfigError(f"memory_by_strategy.ace={own} is not an ACE playbook (_meta.kind {KIND!r}); "
                               "learn one with `make ace` on train")
+
+
+# The CLI parks each job it checked; the launch claims it. Kept in this imported module, not in harness/run.py
+# (run as __main__): a process launcher (joblib, submitit) pickles the launched function by value there, and a
+# lock cannot be pickled.
+_parked: dict[JobSettings, Job] = {}  # a job's settings -> the Job the CLI checked while checking the sweep
+_parked_lock = threading.Lock()
+
+
+def park(s: JobSettings, job: Job) -> None:
+    with _parked_lock:
+        _parked[s] = job
+
+
+def claim(s: JobSettings) -> Job:
+    """The launched job: the one checked for these settings, when its memory artifact is unchanged since."""
+    from harness.runner import resolve
+    from harness.runner.job import file_digest
+
+    with _parked_lock:
+        parked = _parked.pop(s, None)
+    if parked is not None and parked.identity["memory"]["sha256_16"] == file_digest(parked.memory):
+        return parked
+    return resolve(s)

@@ -142,11 +142,11 @@ def section_settings(kind: type[S], values: Mapping[str, object] | DictConfig | 
 
 def snapshot_section(kind: type[S], values: Mapping[str, object]) -> S:
     """One section's settings from a run's config snapshot (config.yaml), keys it no longer has left out."""
-    return section_settings(kind, {k: v for k, v in values.items() if k in kind.__dataclass_fields__})  # type: ignore[attr-defined]
+    return section_settings(kind, {k: v for k, v in values.items() if k in kind.__dataclass_fields__})  # type: ignore[attr-defined]  # S is any settings dataclass
 
 
 def _section(kind: type[S], resolved: Mapping[str, object], raw: Mapping[str, object], **given: object) -> S:
-    names = [f for f in kind.__dataclass_fields__ if f not in given]  # type: ignore[attr-defined]
+    names = [f for f in kind.__dataclass_fields__ if f not in given]  # type: ignore[attr-defined]  # S is any settings dataclass
     return kind(**given, **{name: _value(resolved[name], raw[name]) for name in names})
 
 

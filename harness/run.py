@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-import threading
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 import strategies
 from harness import benchmarks, secrets
 from foundation.terminal import wrap
-from harness.checks import ConfigError, prepare
+from harness.checks import ConfigError, claim, park, prepare
 from harness.config import (CONFIG_DIR, register_plugin_benchmarks, register_plugin_strategies, register_schemas,
                             to_settings)
 from harness.settings import JobSettings
@@ -87,25 +86,8 @@ def check_job(s: JobSettings, sweep: list[str] | None = None) -> Job:
     """Every check of one job, before anything is written (harness/checks.py); the job it resolved is parked for
     the launch that follows, which runs that very Job."""
     job = prepare(s, sweep)
-    with _parked_lock:
-        _parked[s] = job
+    park(s, job)
     return job
-
-
-_parked: dict[JobSettings, Job] = {}  # a job's settings -> the Job the CLI checked while checking the sweep
-_parked_lock = threading.Lock()
-
-
-def claim(s: JobSettings) -> Job:
-    """The launched job: the one checked for these settings, when its memory artifact is unchanged since."""
-    from harness.runner import resolve
-    from harness.runner.job import file_digest
-
-    with _parked_lock:
-        parked = _parked.pop(s, None)
-    if parked is not None and parked.identity["memory"]["sha256_16"] == file_digest(parked.memory):
-        return parked
-    return resolve(s)
 
 
 def register_plugins() -> None:

@@ -11,7 +11,7 @@ ORACLE = ["model=oracle", "model.max_retries=0"]
 
 def test_assembly_experiment_composes_with_its_axes():
     cfg = compose("+experiment=assembly")
-    assert cfg.benchmark.max_observation_chars == 20000 and cfg.analysis.view is None
+    assert cfg.benchmark.max_observation_chars == 20000 and cfg.analysis.get("view") is None
     assert compose("+experiment=assembly", "benchmark=appworld").benchmark.name == "appworld"  # the user's wins
 
 

@@ -251,7 +251,7 @@ def test_every_documented_command_prints_at_most_160_columns(ran):
 # robustness.md's measured robustness table (its sweep is 1,040 episodes, half an hour on 2 shared cores; the
 # shape it shows is held by tests/test_robustness.py), and deciding.md's table of `make table` rows of two runs
 # with different memory artifacts (made by hand, tests/test_cell_identity.py holds the labels).
-QUOTES = (("docs/robustness.md", "As `make tables` prints it (model column left out):"),
+QUOTES = (("docs/robustness.md", "As `make tables` prints it (model column left out"),
           ("docs/robustness.md", "`make aa` prints, with each seed's and the pair's task flip rate"),
           ("docs/deciding.md", "`make recommend` prints (measured, the commands above; the banner"),
           ("docs/deciding.md", "Today the same two oracle tasks print"))

@@ -45,7 +45,7 @@ def test_the_experiment_is_one_none_and_a_cell_per_strategy_and_rate():
     none = next(c for c in cfgs if c.strategy.name == "none")
     assert not none.strategy.variant and none.job_memory in (None, "m.jsonl")
     ace = next(c for c in cfgs if c.strategy.variant == "contradict=10%" and c.strategy.name == "ace")
-    assert ace.strategy.options.playbook == "/c/contradict_10.jsonl"  # ace's own option: memory_by_strategy.ace
+    assert ace.strategy.options["playbook"] == "/c/contradict_10.jsonl"  # ace's own option: memory_by_strategy.ace
     stale = compose("+experiment=robustness", "strategy=robustness/core_retrieval_r10", "analysis.robustness.kind=stale")
     assert stale.job_memory == "runs/memory/robustness/stale_10.jsonl" and stale.strategy.variant == "stale=10%"
 

@@ -6,7 +6,7 @@ unreachable endpoint."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -74,7 +74,7 @@ def outcomes(monkeypatch):
 def job(runs_dir, name: str, strategy: str = "none", *extra: str):
     cfg = compose("model=oracle", f"benchmark.limit={TASKS}", "progress=false", "concurrency=1",
                   f"runs_dir={runs_dir}", f"run_name={name}", *extra)
-    cfg.strategy.name = strategy
+    cfg = replace(cfg, strategy=replace(cfg.strategy, name=strategy))  # a fake registered by name, no config file
     summary = run_job(cfg)
     manifest = json.loads((runs_dir / name / "manifest.json").read_text())
     return summary, next(iter(manifest["jobs"].values())), read_records(runs_dir / name)

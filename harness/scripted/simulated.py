@@ -160,7 +160,7 @@ def agent_turn(messages: list[dict[str, Any]], script: dict[str, Any], prof: sim
     return {"role": "assistant", "content": f"{final} {tag} {oracle.DONE_MARKER}".strip()}
 
 
-def _pull(messages: list[dict[str, Any]], task_id: str, prof: simulated_world.Profile, seed: Any,
+def _pull(messages: list[dict[str, Any]], task_id: str, prof: simulated_world.Profile, seed: object,
           episode: str | None) -> dict[str, Any] | None:
     """The recall call of the episode's first step, when the planted chance says it pulls; None otherwise (the
     draw is made, or it already pulled)."""

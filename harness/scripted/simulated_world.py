@@ -257,18 +257,18 @@ def read_prompt(messages: Sequence[dict[str, Any]], world: World) -> Reading:
     return read_lines(memory_lines(messages) + pulled_lines(messages), world)
 
 
-def pulls(prof: Profile, task_id: str, seed: Any) -> bool:
+def pulls(prof: Profile, task_id: str, seed: object) -> bool:
     """Whether the agent recalls on its first step when the tool is offered: fixed per (task, trial seed)."""
     return draw(task_id, seed, "pull") < prof.pull
 
 
-def draw(task_id: str, seed: Any, reading: str = "") -> float:
+def draw(task_id: str, seed: object, reading: str = "") -> float:
     """u in [0, 1), fixed per (task, trial seed, Reading.key)."""
     digest = hashlib.sha256(f"simulated|{task_id}|{seed}|{reading}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def succeeds(p: float, task_id: str, seed: Any, reading: str = "") -> bool:
+def succeeds(p: float, task_id: str, seed: object, reading: str = "") -> bool:
     return draw(task_id, seed, reading) < p
 
 
