@@ -246,9 +246,14 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
-def main(argv: list[str] | None = None) -> int:
+def split_argv(argv: list[str] | None) -> tuple[list[str], list[str]]:
+    """A builder's own arguments, and the Hydra overrides after `--` (its collection sweep's)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    ours, overrides = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    return (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ours, overrides = split_argv(argv)
     parser = argparse.ArgumentParser(prog="python -m harness.memory.build", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--name", required=True, help="collection run = runs/memory/NAME")

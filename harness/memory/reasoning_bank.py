@@ -23,7 +23,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from harness.memory.build import TRAIN, BuildError, collect, load_trajectories
+from harness.memory.build import TRAIN, BuildError, collect, load_trajectories, split_argv
 from harness.store import now_iso
 from strategies import save_memory
 from strategies.prices import price_of
@@ -60,8 +60,7 @@ def build(run_dir: Path, out: Path, model: str | None = None, judge: str = "self
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    ours, overrides = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    ours, overrides = split_argv(argv)
     parser = argparse.ArgumentParser(prog="python -m harness.memory.reasoning_bank", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--name", required=True, help="collection run = runs/memory/NAME")
