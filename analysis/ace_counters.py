@@ -98,9 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     except (world.WorldError, ValueError, KeyError) as exc:
         fmt.refuse("ace_counters", exc)
         return 2
-    print(f"{world.LABEL} world ({args.profile}): ACE adapting with ground truth over {args.world}; paper mode "
-          "delivers every lesson whatever its counters; `budget B` = corrupted / clean lessons still delivered "
-          "once pruning keeps B of the playbook")
+    print(fmt.wrap(f"{world.LABEL} world ({args.profile}): ACE adapting with ground truth over {args.world}; "
+                   "paper mode delivers every lesson whatever its counters; `budget B` = corrupted / clean lessons "
+                   "still delivered once pruning keeps B of the playbook"))
     head = "epoch  success  corrupted net-harmful  clean net-harmful" + "".join(
         f"  budget {b:.0%}: corrupted / clean" for b in args.budget)
     print(head)

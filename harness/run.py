@@ -40,7 +40,7 @@ _OVERRIDE = re.compile(r"^(\+{0,2})([\w.\-]+)=(.+)$")
 
 
 def fail(message: str) -> None:
-    print(f"memdeliv: config error: {message}", file=sys.stderr)
+    print(wrap(f"memdeliv: config error: {message}"), file=sys.stderr)  # one message, continuation lines indented
     raise SystemExit(2)
 
 

@@ -32,6 +32,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 import strategies
+from foundation.terminal import wrap
 from harness.config import CONFIG_DIR
 from harness.checks import ConfigError, prepare
 from harness.config import to_settings
@@ -231,8 +232,8 @@ def adapt(args: argparse.Namespace) -> dict[str, Any]:
         playbook, _ = load_playbook(current)
         row["bullets"] = len(playbook)
         epochs.append(row)
-        print(f"ace_adapt: epoch {epoch}: {row['bullets']} bullets; updates lost {row['train']['updates_lost']}; "
-              f"train {row['train']}; val {row.get('val', '-')}", file=sys.stderr)
+        print(wrap(f"ace_adapt: epoch {epoch}: {row['bullets']} bullets; updates lost {row['train']['updates_lost']}; "
+                   f"train {row['train']}; val {row.get('val', '-')}"), file=sys.stderr)
     best = max(epochs, key=lambda r: _rank(r) + (-r["epoch"],))
     out = Path(args.out) if args.out else root / "playbook.jsonl"
     playbook, meta = load_playbook(best["playbook"])
@@ -310,8 +311,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     lost = sum(row["train"]["updates_lost"] for row in result["epochs"])
     gt = "ground truth from train" if args.ground_truth else "no ground truth"
-    print(f"ace_adapt: chose epoch {result['chosen_epoch']} -> {result['out']} ({gt}; updates lost {lost}; "
-          f"history {result['history']})")
+    print(wrap(f"ace_adapt: chose epoch {result['chosen_epoch']} -> {result['out']} ({gt}; updates lost {lost}; "
+               f"history {result['history']})"))
     return 0
 
 

@@ -45,6 +45,7 @@ from harness.row import latest_per_episode
 from harness.store import RunStore, now_iso
 from strategies import Trajectory, save_memory
 from foundation.atomic import write_text_atomic
+from foundation.terminal import wrap
 from strategies.consolidation import consolidate
 from strategies.consolidation_altk import DEFAULT_TARGET, check_mode, consolidate_altk
 from strategies.embeddings import make_embedder
@@ -289,16 +290,16 @@ def main(argv: list[str] | None = None) -> int:
         summary = build(run_dir, Path(args.out) if args.out else run_dir / "memory.jsonl", args.extractor,
                         args.embedder, args.threshold, args.ground_truth, args.consolidation, args.target)
     except (BuildError, ProviderUnusable) as exc:  # ProviderUnusable: a bad key or an unknown model
-        print(f"memdeliv: build_memory: {exc}", file=sys.stderr)
+        print(wrap(f"memdeliv: build_memory: {exc}"), file=sys.stderr)
         return 2
-    print(f"memdeliv: {summary['trajectories']} trajectories -> {summary['extracted']} guidelines extracted "
-          f"({len(summary['skipped_trajectories'])} trajectories skipped) -> {summary['guidelines']} after "
-          f"{summary['merges']} merges ({_mode_label(args.consolidation, args.target)} consolidation); support "
-          f"histogram {summary['support_histogram']}")
+    print(wrap(f"memdeliv: {summary['trajectories']} trajectories -> {summary['extracted']} guidelines extracted "
+               f"({len(summary['skipped_trajectories'])} trajectories skipped) -> {summary['guidelines']} after "
+               f"{summary['merges']} merges ({_mode_label(args.consolidation, args.target)} consolidation); "
+               f"support histogram {summary['support_histogram']}"))
     if summary.get("lossy_target_met") is False:
-        print(f"memdeliv: the model kept {summary['guidelines']} guidelines, more than the lossy target: nothing "
-              f"was cut (build.json: lossy_target_met false)", file=sys.stderr)
-    print(f"memdeliv: memory artifact: {summary['artifact']}  (use it with MEMORY={summary['artifact']})")
+        print(wrap(f"memdeliv: the model kept {summary['guidelines']} guidelines, more than the lossy target: "
+                   f"nothing was cut (build.json: lossy_target_met false)"), file=sys.stderr)
+    print(wrap(f"memdeliv: memory artifact: {summary['artifact']}  (use it with MEMORY={summary['artifact']})"))
     return 0
 
 

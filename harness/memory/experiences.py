@@ -21,6 +21,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from foundation.terminal import wrap
 from harness.memory.build import TRAIN, BuildError, collect, load_trajectories, split_argv
 from harness.store import now_iso
 from strategies import save_memory
@@ -65,8 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for note in summary["notes"]:
         print(f"memdeliv: {note}", file=sys.stderr)
-    print(f"memdeliv: {summary['experiences']} train episodes condensed ({summary['successes']} successes) -> "
-          f"{summary['artifact']}  (use it with EXPERIENCES={summary['artifact']})")
+    print(wrap(f"memdeliv: {summary['experiences']} train episodes condensed ({summary['successes']} successes) -> "
+               f"{summary['artifact']}  (use it with EXPERIENCES={summary['artifact']})"))
     return 0
 
 

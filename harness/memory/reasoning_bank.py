@@ -23,6 +23,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from foundation.terminal import wrap
 from harness.memory.build import TRAIN, BuildError, collect, load_trajectories, split_argv
 from harness.store import now_iso
 from strategies import save_memory
@@ -79,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     except BuildError as exc:
         print(f"memdeliv: reasoning_bank: {exc}", file=sys.stderr)
         return 2
-    print(f"memdeliv: {summary['trajectories']} train episodes ({summary['judged_success']} judged successful) -> "
-          f"{summary['items']} memory items -> {summary['artifact']}  (REASONING_BANK={summary['artifact']})")
+    print(wrap(f"memdeliv: {summary['trajectories']} train episodes ({summary['judged_success']} judged successful) -> "
+               f"{summary['items']} memory items -> {summary['artifact']}  (REASONING_BANK={summary['artifact']})"))
     return 0
 
 

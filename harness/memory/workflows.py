@@ -23,6 +23,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from foundation.terminal import wrap
 from harness.memory.build import TRAIN, BuildError, collect, load_trajectories, split_argv
 from harness.store import now_iso
 from strategies import Guideline, save_memory
@@ -84,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     except BuildError as exc:
         print(f"memdeliv: awm: {exc}", file=sys.stderr)
         return 2
-    print(f"memdeliv: {summary['successful']} of {summary['trajectories']} train episodes successful -> "
-          f"{summary['workflows']} workflows -> {summary['artifact']}  (AWM={summary['artifact']})")
+    print(wrap(f"memdeliv: {summary['successful']} of {summary['trajectories']} train episodes successful -> "
+               f"{summary['workflows']} workflows -> {summary['artifact']}  (AWM={summary['artifact']})"))
     return 0
 
 

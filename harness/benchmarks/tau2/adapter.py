@@ -28,7 +28,7 @@ from harness.benchmarks.tau2.agent import AGENT_KINDS, AGENT_NAME, MalformedOutp
 from harness.benchmarks.tau2.data import TaskSource, configured_data_dir, graded_by_nl, needs_nl_judge
 from harness.benchmarks.tau2.judge import judging
 from harness.benchmarks.tau2.results import ERROR_OF, feedback, partial_simulation, trajectory_messages
-from harness.benchmarks.tau2.runtime import register_agent
+from harness.benchmarks.tau2.runtime import commit_from_harness, register_agent
 from harness.benchmarks.tau2.user import LedgerUser
 from harness.errors import AGENT
 from harness.ledger import MemoryTokenCounter
@@ -54,6 +54,7 @@ class Tau2Benchmark(BenchmarkBase):
         self.agent_kind = settings.agent
         self.judge_model = settings.judge_model or None
         register_agent()  # once per process: our agent's name in tau2's registry (runtime.py)
+        commit_from_harness()  # once per process: the commit tau2's Results info carries (runtime.py)
 
     def needs_judge(self) -> bool:
         """Whether a selected task is graded by NL assertions, so benchmark.judge_model will be called."""
