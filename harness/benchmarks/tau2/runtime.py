@@ -47,10 +47,12 @@ def register_agent() -> None:
 
 
 def commit_from_harness() -> None:
+    """tau2's results header asks git itself and logs an ERROR outside a checkout (an unpacked copy); the harness
+    already knows its own git state, so tau2 gets that."""
     if _once("commit"):
         import tau2.run
 
         from harness.store.run_store import git_state
 
         sha = git_state()["sha"] or "unknown"  # tau2's own word when git has none
-        tau2.run.get_commit_hash = lambda: sha  # type: ignore[attr-defined]  # get_info looks it up in its module
+        tau2.run.get_commit_hash = lambda: sha  # get_info looks it up in its module
