@@ -32,7 +32,7 @@ from harness.runner.job_rows import JobRows
 from harness.runner.online_replay import episode_key, reapply_online_updates
 from harness.runner.progress import Progress
 from harness.runner.reach import Reachability
-from harness.runner.reflect_and_retry import learner, read_retries
+from harness.runner.reflect_and_retry import learner
 from harness.serving.faults import ProviderUnreachable, ProviderUnusable
 from harness.serving.models import ModelSpec, open_model
 from harness.store import RunStore
@@ -81,7 +81,7 @@ def _run_job(job: Job, config: Any, model: ModelSpec, store: RunStore) -> dict[s
         # threads, Ray tasks, or an online learner's streams (side by side when independent, else in order)
         pool = executors.create(job, strategy, served=model.served_kwargs())
         # what the run directory spent so far: its episodes and an online learner's re-runs (retries.jsonl)
-        budget = Budget(job.cfg.budget_usd, [*rows.all, *read_retries(store.root)]) \
+        budget = Budget(job.cfg.budget_usd, [*rows.all, *store.read_retries()]) \
             if job.cfg.get("budget_usd") is not None else None
         learn = None
         if online:  # create() gives an online learner its streams, or one stream in order

@@ -9,7 +9,7 @@ plain `update(trajectory)`) is called after each finished episode with two calla
 - `samples`: the job's episode count (ACE's Curator is told "sample i of N").
 `learn` may return facts for the episode's row (ACE: `update_lost`), which the runner adds to it.
 Strategies never import an adapter. Every re-run is a real, ledgered episode: its row goes to
-`<run>/retries.jsonl` (same fields plus `reflection_rerun`: 1, 2, ...), never into results.jsonl, so each (task,
+`<run>/retries.jsonl` (written by the store, `RunStore.append_retry`; same fields plus `reflection_rerun`: 1, 2, ...), never into results.jsonl, so each (task,
 trial) keeps exactly one scored row and tables stay one row per episode; adaptation costs add the retries.
 """
 
@@ -17,18 +17,14 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from harness import ledger
 from harness.errors import INFRA, call_strategy
 from harness.records import Outcome
-from harness.row import Row, read_rows
 from harness.runner.budget import episode_cost
 from harness.serving.faults import ProviderUnusable
-from harness.store import RunStore, redact
-
-RETRIES = "retries.jsonl"
+from harness.store import RunStore
 
 
 def shown(trajectory: Any, ground_truth: bool) -> Any:
@@ -56,7 +52,7 @@ def learner(strategy: Any, bench: Any, run_attempt: Callable[[Any, int, int], Ou
             if outcome.stop is not None:  # bad key / unknown model: the job stops, as for any episode
                 raise ProviderUnusable(outcome.stop)
             assert outcome.row is not None
-            append_retry(store, outcome.row)
+            store.append_retry(outcome.row)
             if charge is not None:
                 charge(episode_cost(outcome.row))
             if outcome.trajectory is None or outcome.row.get("error") == INFRA:
@@ -73,15 +69,3 @@ def learner(strategy: Any, bench: Any, run_attempt: Callable[[Any, int, int], Ou
         return {**(facts if isinstance(facts, Mapping) else {}), **spent.strategy_fields()}
 
     return run
-
-
-def append_retry(store: RunStore, row: Row) -> None:
-    line = row.to_json(scrub=redact) + "\n"
-    with store.locked():
-        with (Path(store.root) / RETRIES).open("a", encoding="utf-8") as fh:
-            fh.write(line)
-
-
-def read_retries(run_dir: str | Path) -> list[Row]:
-    """The re-runs' rows, through the one reader of row files (harness/row.py)."""
-    return [row for _, row in read_rows(Path(run_dir) / RETRIES)]
