@@ -27,7 +27,7 @@ def generate(source: Path, n: int, out: Path) -> None:
     rows = [row for _, row in read_rows(source / RESULTS)]  # the harness's one reader of results.jsonl
     trials = 1 + max(row.episode[1] for row in rows)
     copies = ((i // len(rows), rows[i % len(rows)]) for i in range(n))
-    RunStore(out).append(*(replace(row, trial=copy * trials + row.episode[1]) for copy, row in copies))
+    RunStore(out).append_many((replace(row, trial=copy * trials + row.episode[1]) for copy, row in copies))
 
 
 def main() -> None:

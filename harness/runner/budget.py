@@ -2,7 +2,7 @@
 
 Spent = every record already in the run's results.jsonl and retries.jsonl (all jobs, all attempts: superseded
 ones and an online learner's re-runs were paid for too; agent + user simulator + judge + the strategy's own
-calls, an online learner's updates among them) plus what this job spends: its episodes, their re-runs and
+calls, an online learner's updates: every role of a row's `usage`) plus what this job spends: its episodes, their re-runs and
 updates (`charge`). An episode starts only when
 spent + (episodes in flight + 1) x the mean cost of an episode so far stays within the budget; so the total
 can pass the budget by at most the episodes already in flight when the estimate was low. Episodes in flight
@@ -16,28 +16,13 @@ import threading
 from typing import Any, Callable, Iterable, Optional
 
 from harness.records import Outcome
+import harness.usage as by_role
 from harness.row import Row
 
-ROLES = ("cost_usd", "user_cost_usd", "judge_cost_usd", "strategy_cost_usd")
-
-
 def episode_cost(record: Row) -> Optional[float]:
-    """USD of one record over its roles; None when a role with calls is unpriced (a judge with no calls is 0)."""
-    total = 0.0
-    for role in ROLES:
-        value = record.get(role)
-        if value is None:
-            if role == "judge_cost_usd" and not record.get("judge_calls"):
-                continue
-            if role == "cost_usd" and not record.get("steps"):  # no agent call (e.g. a harness failure)
-                continue
-            if role == "user_cost_usd" and not record.get("user_prompt_tokens"):
-                continue
-            if role == "strategy_cost_usd" and not record.get("strategy_calls"):  # a strategy that called no model
-                continue
-            return None
-        total += float(value)
-    return total
+    """USD of one record over every role of its usage (harness/usage.py `cost`); None when a role with calls is
+    unpriced."""
+    return by_role.cost(record.usage)
 
 
 def recorded_spend(rows: Iterable[Row]) -> tuple[float, list[float]]:

@@ -101,11 +101,16 @@ class Job:
                 "strategy": self.strategy_name, "memory": self.memory,
                 **({"strategy_variant": c.strategy.variant} if c.strategy.get("variant") else {}),
                 "memory_provenance": self.provenance, "placement": self.assembly.placement,
-                "context_policy": self.assembly.context_policy, "answer_mode": self.assembly.answer_mode}
+                "context_policy": self.assembly.context_policy, "answer_mode": self.assembly.answer_mode,
+                # `openai/<alias>`: a model served by the managed llama.cpp server
+                **({"model_server": LOCAL_SERVER} if c.model.get("gguf") else {})}
 
     def adapter(self) -> Any:
         """The benchmark adapter: the one resolve built, or (in a Ray worker) a new one from the config."""
         return self.benchmark if self.benchmark is not None else benchmarks.create(self.cfg.benchmark)
+
+
+LOCAL_SERVER = "local llama.cpp"
 
 
 def trial_seeds(seed: int, trials: int) -> tuple[int, ...]:

@@ -2,8 +2,8 @@
 resumable, under a one-writer lock.
 
 It reads the run's rows once (resume), builds the strategy, hands the episodes to an executor with what only the
-loop knows (the attempt, an online learner's update: `after`, applied before the next episode of a stream
-starts), appends each finished `Outcome`'s row, and stops the job when its provider is unusable or cannot be
+loop knows (an online learner's update: `after`, applied before the next episode of a stream starts), has the
+store append each finished `Outcome`'s row with its attempt, and stops the job when its provider is unusable or cannot be
 reached (harness/runner/reach.py).
 """
 
@@ -20,8 +20,7 @@ from omegaconf import OmegaConf
 
 from harness import secrets
 from harness.errors import INFRA, STRATEGY, FailureTally, StrategyError, classify
-from harness.ledger import strategy_sum
-from harness.records import Outcome
+from harness.records import Outcome, build_row
 from harness.row import Row
 from harness.runner import executors
 from harness.runner.budget import Budget
@@ -38,7 +37,6 @@ from harness.serving.models import ModelSpec, open_model
 from harness.store import RunStore
 from harness.store.joblock import job_lock
 
-LOCAL_SERVER = "local llama.cpp"
 Learn = Callable[[Any, Any, int], Mapping[str, Any]]
 
 
@@ -91,9 +89,7 @@ def _run_job(job: Job, config: Any, model: ModelSpec, store: RunStore) -> dict[s
         reach = Reachability(len(todo), model.name, int(job.cfg.model.max_retries))
 
         def after(outcome: Outcome) -> Outcome:  # before the next episode of its stream starts
-            assert outcome.row is not None
-            attempt = rows.attempts.get(outcome.row.episode, 1)
-            return replace(outcome, row=with_loop_facts(job, outcome, attempt, learn, by_id, store))
+            return with_update(job, outcome, learn, by_id, store)
 
         # Ctrl-C or a stop closes the executor: nothing new starts, what is recorded stays recorded
         with long_lived_frozen(), closing(pool.run(todo, one, budget=budget, after=after)) as outcomes:
@@ -102,8 +98,7 @@ def _run_job(job: Job, config: Any, model: ModelSpec, store: RunStore) -> dict[s
                     raise ProviderUnusable(outcome.stop)
                 if outcome.row is None:  # held back by budget_usd: nothing ran, nothing is recorded
                     continue
-                row = outcome.row
-                store.append(row)
+                row = store.append(outcome.row, attempt=rows.attempts.get(outcome.row.episode, 1))
                 rows.add(row)
                 tally.add(row)
                 bar.update(1, row)
@@ -136,30 +131,28 @@ def long_lived_frozen() -> Iterator[None]:
         gc.unfreeze()
 
 
-def with_loop_facts(job: Job, outcome: Outcome, attempt: int, learn: Optional[Learn], by_id: dict[str, Any],
-                    store: RunStore) -> Row:
-    """The episode's row with its attempt, the local server's mark, and an online learner's update applied."""
-    assert outcome.row is not None
-    served: dict[str, Any] = {"model_server": LOCAL_SERVER} if job.cfg.model.get("gguf") else {}  # `openai/<alias>`
-    row = replace(outcome.row, attempt=attempt, **served)
-    if learn is None or outcome.trajectory is None or row.get("error") in (INFRA, STRATEGY):
-        return row
+def with_update(job: Job, outcome: Outcome, learn: Optional[Learn], by_id: dict[str, Any],
+                store: RunStore) -> Outcome:
+    """An online learner's episode with its update applied: its row built again from its parts, the update among
+    them (a row is never edited). Any other episode as it came."""
+    row, parts = outcome.row, outcome.parts
+    if learn is None or outcome.trajectory is None or parts is None or row is None or \
+            row.get("error") in (INFRA, STRATEGY):
+        return outcome
     # e.g. ACE online: the playbook evolves during the run; a crash there is the treatment's. The update comes
     # before the row and carries the episode key, so neither is lost or doubled by a kill between the two (a
     # resumed run re-runs the episode and skips the applied update).
     task_id, trial = row.episode
     try:
-        facts = learn(replace(outcome.trajectory, episode=episode_key(task_id, trial)), by_id[task_id], trial)
+        learned = learn(replace(outcome.trajectory, episode=episode_key(task_id, trial)), by_id[task_id], trial)
     except StrategyError as exc:
         error, detail = classify(exc)
         if error == INFRA:  # its provider failed after retries: the episode itself stands
             store.note(f"{job.key}: online update skipped for {task_id} trial {trial}: {detail}")
-            return row
-        return replace(row, success=False, error=error, error_detail=detail)
-    facts = dict(facts or {})
-    if facts.get("strategy_calls"):  # the update's own calls join the episode's (a ranker's), never replace them
-        facts.update(strategy_sum([row, facts]))
-    return row.with_columns(facts, "learner_extra")
+            return outcome
+        learned = {"success": False, "error": error, "error_detail": detail}
+    parts = parts.with_update(dict(learned or {}))
+    return replace(outcome, row=build_row(parts), parts=parts)
 
 
 def close_job(job: Job, store: RunStore, rows: JobRows, model: ModelSpec, tally: FailureTally, executor: str,

@@ -7,7 +7,8 @@ plain `update(trajectory)`) is called after each finished episode with two calla
 - `gold()` returns the benchmark adapter's gold solution of the task (asked only when ground truth is allowed;
   given only on the train split: a test task's solution never reaches a learner);
 - `samples`: the job's episode count (ACE's Curator is told "sample i of N").
-`learn` may return facts for the episode's row (ACE: `update_lost`), which the runner adds to it.
+`learn` may return facts for the episode's row (ACE: `update_lost`); they and the update's own calls (the
+`learning` role of its usage) are parts of that row (harness/records.py `RowParts.learned`).
 Strategies never import an adapter. Every re-run is a real, ledgered episode: its row goes to
 `<run>/retries.jsonl` (written by the store, `RunStore.append_retry`; same fields plus `reflection_rerun`: 1, 2, ...), never into results.jsonl, so each (task,
 trial) keeps exactly one scored row and tables stay one row per episode; adaptation costs add the retries.
@@ -19,6 +20,7 @@ import itertools
 from dataclasses import replace
 from typing import Any, Callable, Mapping
 
+import harness.usage as by_role
 from harness import ledger
 from harness.errors import INFRA, call_strategy
 from harness.records import Outcome
@@ -60,12 +62,13 @@ def learner(strategy: Any, bench: Any, run_attempt: Callable[[Any, int, int], Ou
             return shown(outcome.trajectory, ground_truth)
 
         gold = (lambda: bench.gold_solution(task)) if gold_allowed else None
-        with ledger.learning() as spent:  # the update's own model calls (ACE's Reflector, Curator) join the row
+        with ledger.learning() as spent:  # the update's own model calls (ACE's Reflector, Curator): its `learning`
             try:
                 facts = call_strategy(strategy, "learn", shown(trajectory, ground_truth), rerun, gold, samples)
             finally:
-                if charge is not None and spent.strategy_calls:  # spent even when the update then failed
-                    charge(spent.strategy_fields()["strategy_cost_usd"])
-        return {**(facts if isinstance(facts, Mapping) else {}), **spent.strategy_fields()}
+                if charge is not None and spent.of("learning"):  # spent even when the update then failed
+                    charge(by_role.cost(spent.usage()))
+        learning = {role: u for role, u in spent.usage().items() if role not in by_role.IDLE}
+        return {**(facts if isinstance(facts, Mapping) else {}), **({"usage": learning} if learning else {})}
 
     return run

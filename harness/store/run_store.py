@@ -22,10 +22,11 @@ import subprocess
 import sys
 import threading
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import yaml
 
@@ -180,9 +181,16 @@ class RunStore:
         except RowError as exc:
             raise RunStoreError(str(exc)) from None
 
-    def append(self, *rows: Row) -> None:
-        """Rows of results.jsonl (one per episode; many only for a generated run), one write under the run's lock
-        (concurrent jobs never interleave), fsynced, secrets redacted."""
+    def append(self, row: Row, attempt: int | None = None) -> Row:
+        """An episode's row into results.jsonl, stamped with what is the store's: its `attempt` (2, 3, ...: an
+        infra episode run again on resume). One write under the run's lock (concurrent jobs never interleave),
+        fsynced, secrets redacted. Returns the row as written."""
+        written = replace(row, attempt=attempt) if attempt is not None else row
+        self._append(self.results_path, written)
+        return written
+
+    def append_many(self, rows: Iterable[Row]) -> None:
+        """Rows as they are, in one write (a generated run: bench/viewer_scale.py)."""
         self._append(self.results_path, *rows)
 
     def append_retry(self, row: Row) -> None:
