@@ -17,12 +17,12 @@ from typing import Any, Callable, Iterable, Optional
 
 from harness.records import Outcome
 import harness.usage as by_role
-from harness.row import Row
+from harness.row import Row, RowLike
 
-def episode_cost(record: Row) -> Optional[float]:
-    """USD of one record over every role of its usage (harness/usage.py `cost`); None when a role with calls is
-    unpriced."""
-    return by_role.cost(record.usage)
+def episode_cost(record: RowLike) -> Optional[float]:
+    """USD of one record (a Row, or a line as decoded) over every role of its usage (harness/usage.py `cost`);
+    None when a role with calls is unpriced."""
+    return by_role.cost((record if isinstance(record, Row) else Row.from_dict(record)).usage)
 
 
 def recorded_spend(rows: Iterable[Row]) -> tuple[float, list[float]]:
