@@ -74,6 +74,13 @@ def ordered(roles: Iterable[str]) -> list[str]:
     return [r for r in ROLES if r in seen] + [r for r in seen if r not in ROLES]
 
 
+def of_record(record: Any) -> Mapping[str, Usage]:
+    """The usage of a Row, or of a line as decoded (schema 2's `usage`, or read from schema 1's columns)."""
+    if hasattr(record, "usage"):
+        return record.usage
+    return record["usage"] if "usage" in record else from_columns(record)[0]
+
+
 def cost(usage: Mapping[str, Usage]) -> Optional[float]:
     """USD of an episode over its roles; None when a role that did work (calls, or tokens where a schema-1 row
     does not count its calls) is unpriced. A role that did nothing costs nothing."""

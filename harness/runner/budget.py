@@ -22,7 +22,7 @@ from harness.row import Row, RowLike
 def episode_cost(record: RowLike) -> Optional[float]:
     """USD of one record (a Row, or a line as decoded) over every role of its usage (harness/usage.py `cost`);
     None when a role with calls is unpriced."""
-    return by_role.cost((record if isinstance(record, Row) else Row.from_dict(record)).usage)
+    return by_role.cost(by_role.of_record(record))
 
 
 def recorded_spend(rows: Iterable[Row]) -> tuple[float, list[float]]:

@@ -68,7 +68,7 @@ class Progress:
             cost = episode_cost(record)  # every role, the strategy's own calls among them (budget.py's sum)
             if cost is None:
                 self.unpriced += 1
-            elif by_role.priced(record.usage):
+            elif by_role.priced(by_role.of_record(record)):
                 self.spent += cost
                 self.priced += 1
 
