@@ -7,7 +7,8 @@ the strategy's own model calls (a ranker, a paid embedding: strategies.base.repo
 here, so strategies import no harness code) and every ModelClient retry (harness/serving/model_client.py counts
 into the ledger's ProviderStats). An online learner's calls after its episode (ACE's Reflector and Curator) go
 to a ledger of their own (`learning()`), the `learning` role of that episode's row. `record_fields()` are the
-row's `usage` by role and its step and retry columns. Totals are sums of what the provider reported. A total over calls where any
+row's `usage` by role and its step and retry columns. Totals are sums of what the provider reported. A total
+over calls where any
 call lacks a figure (cached tokens, cost) is None rather than a partial sum that would understate it.
 """
 

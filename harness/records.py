@@ -107,7 +107,7 @@ class Outcome:
     unreachable: the endpoint an infra episode could not connect to after its retries (harness/runner/reach.py)."""
 
     row: Optional[Row] = None
-    parts: Optional[RowParts] = None  # what `row` was built from (an online learner's row is built again with its update)
+    parts: Optional[RowParts] = None  # what `row` was built from (a learner's row: built again with its update)
     trajectory: Optional[Trajectory] = None
     payload: Optional[bytes] = field(default=None, repr=False)
     stop: Optional[str] = None

@@ -3,7 +3,8 @@ resumable, under a one-writer lock.
 
 It reads the run's rows once (resume), builds the strategy, hands the episodes to an executor with what only the
 loop knows (an online learner's update: `after`, applied before the next episode of a stream starts), has the
-store append each finished `Outcome`'s row with its attempt, and stops the job when its provider is unusable or cannot be
+store append each finished `Outcome`'s row with its attempt, and stops the job when its provider is unusable or
+cannot be
 reached (harness/runner/reach.py).
 """
 
@@ -21,7 +22,6 @@ from omegaconf import OmegaConf
 from harness import secrets
 from harness.errors import INFRA, STRATEGY, FailureTally, StrategyError, classify
 from harness.records import Outcome, build_row
-from harness.row import Row
 from harness.runner import executors
 from harness.runner.budget import Budget
 from harness.runner.episode import EpisodeRunner, build_strategy

@@ -10,7 +10,8 @@ plain `update(trajectory)`) is called after each finished episode with two calla
 `learn` may return facts for the episode's row (ACE: `update_lost`); they and the update's own calls (the
 `learning` role of its usage) are parts of that row (harness/records.py `RowParts.learned`).
 Strategies never import an adapter. Every re-run is a real, ledgered episode: its row goes to
-`<run>/retries.jsonl` (written by the store, `RunStore.append_retry`; same fields plus `reflection_rerun`: 1, 2, ...), never into results.jsonl, so each (task,
+`<run>/retries.jsonl` (written by the store, `RunStore.append_retry`; same fields plus `reflection_rerun`: 1, 2,
+...), never into results.jsonl, so each (task,
 trial) keeps exactly one scored row and tables stay one row per episode; adaptation costs add the retries.
 """
 
