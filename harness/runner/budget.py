@@ -1,12 +1,13 @@
 """`budget_usd`: a hard cap on what a run directory spends, from recorded costs (docs/cost.md).
 
-Spent = every record already in the run's results.jsonl and retries.jsonl (all jobs, all attempts: superseded
-ones and an online learner's re-runs were paid for too; agent + user simulator + judge + the strategy's own
-calls, an online learner's updates: every role of a row's `usage`) plus what this job spends: its episodes,
-their re-runs and updates (`charge`). An episode starts only when spent + (episodes in flight + 1) x the mean
-cost of an episode so far stays within the budget; so the total can pass the budget by at most the episodes
-already in flight when the estimate was low. Episodes in flight always finish and are recorded. An episode not started comes back as a held `Outcome`: nothing ran, nothing is
-recorded. The spend before this job comes from the rows the job read once at its start (harness/runner/loop.py).
+Spent = every record already in the run's results.jsonl and retries.jsonl (all jobs, all attempts: superseded ones
+and an online learner's re-runs were paid for too; agent + user simulator + judge + the strategy's own calls, an
+online learner's updates: every role of a row's `usage`) plus what this job spends: its episodes, their re-runs and
+updates (`charge`). An episode starts only when spent + (episodes in flight + 1) x the mean cost of an episode so
+far stays within the budget; so the total can pass the budget by at most the episodes already in flight when the
+estimate was low. Episodes in flight always finish and are recorded. An episode not started comes back as a held
+`Outcome`: nothing ran, nothing is recorded. The spend before this job comes from the rows the job read once at its
+start (harness/runner/loop.py).
 """
 
 from __future__ import annotations
