@@ -22,6 +22,18 @@ EXTRACTOR   ?=
 CONSOLIDATION ?=
 TARGET      ?=
 MEMNAME     ?= $(BENCH)__$(subst /,_,$(MODEL))
+# exp_rag and long_context read the experiences artifact of `make experiences` (same BENCH and MODEL), given to
+# them alone as memory_by_strategy.<name> when they are in STRATEGIES
+EXPERIENCES ?= runs/memory/$(MEMNAME)/experiences.jsonl
+comma := ,
+# reasoning_bank starts from `make reasoning-bank`'s bank when it exists (else from memory=; memory=null: empty)
+REASONING_BANK ?= $(wildcard runs/memory/$(MEMNAME)/reasoning_bank/bank.jsonl)
+AWM ?= runs/memory/$(MEMNAME)/awm/workflows.jsonl
+EXPERIENCE_ARGS = $(foreach s,$(filter exp_rag long_context,$(subst $(comma), ,$(STRATEGIES))),\
+	+memory_by_strategy.$(s)=$(EXPERIENCES)) \
+	$(if $(and $(REASONING_BANK),$(filter reasoning_bank,$(subst $(comma), ,$(STRATEGIES)))),\
+	+memory_by_strategy.reasoning_bank=$(REASONING_BANK)) \
+	$(if $(filter awm,$(subst $(comma), ,$(STRATEGIES))),+memory_by_strategy.awm=$(AWM))
 RUNS        ?= runs/$(RUN)
 EXPERIMENT  ?=
 MODEL_MAP   ?=
@@ -37,7 +49,7 @@ VIEW_ARGS    = $(foreach l,$(EXCLUDE),--exclude $(l)) $(if $(POOL),--pool-runs) 
 MODEL_ARGS = $(if $(wildcard configs/model/$(MODEL).yaml),model=$(MODEL),model=litellm model.name=$(MODEL))
 SWEEP_ARGS = $(MODEL_ARGS) strategy=$(STRATEGIES) benchmark=$(BENCH) benchmark.split=$(SPLIT) \
 	$(if $(LIMIT),benchmark.limit=$(LIMIT)) $(if $(TRIALS),benchmark.trials=$(TRIALS)) \
-	$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS)) $(ARGS) \
+	$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS)) $(EXPERIENCE_ARGS) $(ARGS) \
 	$(if $(CONCURRENCY),concurrency=$(CONCURRENCY)) $(if $(MEMORY),memory=$(MEMORY)) run_name=$(RUN) \
 	$(if $(BUDGET),budget_usd=$(BUDGET))
 
@@ -50,7 +62,7 @@ MEMORY_ARGS = $(MODEL_ARGS) benchmark=$(BENCH) \
 	$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS))
 
 .PHONY: setup lint test sweep selfcheck table tables report view export-tau2 import-tau2 bench bench-retrieval bench-scale clean-venv memory ace lock \
-	appworld-data tau2-data simulated-memory power recommend plan corrupt aa
+	appworld-data tau2-data simulated-memory experiences reasoning-bank awm power recommend plan corrupt aa
 
 # `make setup` builds its parts concurrently (a sub-make with -j$(SETUP_JOBS)): the main venv's installs,
 # AppWorld's venv and apt's chromium wait on the network and the disk beside the llama-cpp-python compile, which
@@ -127,8 +139,8 @@ TAU2_REF ?= v1.0.1
 tau2-data:
 	scripts/fetch-tau2-data.sh $(TAU2_REF) .cache/tau2-data/$(TAU2_REF)
 
-# Lint and types first (docs/development.md): ruff, then mypy, over what pyproject.toml names (harness/, strategies/,
-# analysis/, bench/); any finding fails `make test` before a test runs. mypy keeps its cache in .mypy_cache.
+# Lint and types first (docs/development.md): ruff, then mypy, over what pyproject.toml names (foundation/, harness/,
+# strategies/, analysis/, bench/); any finding fails `make test` before a test runs. mypy keeps its cache in .mypy_cache.
 lint: setup
 	.venv/bin/ruff check --quiet
 	$(PY) -m mypy
@@ -149,6 +161,18 @@ memory: setup
 	$(PY) -m harness.memory.build --name $(MEMNAME) $(if $(EXTRACTOR),--extractor $(EXTRACTOR)) \
 		$(if $(GROUND_TRUTH),--ground-truth) $(if $(CONSOLIDATION),--consolidation $(CONSOLIDATION)) \
 		$(if $(TARGET),--target $(TARGET)) $(if $(FROM),--from-results $(FROM),-- $(MEMORY_ARGS))
+
+# exp_rag / long_context's artifact: a `none` run on train (as `make memory`), each episode condensed, no model call
+experiences: setup
+	$(PY) -m harness.memory.experiences --name $(MEMNAME) -- $(MEMORY_ARGS)
+
+# reasoning_bank's offline bank: a `none` run on train (as `make memory`), each episode judged and distilled
+reasoning-bank: setup
+	$(PY) -m harness.memory.reasoning_bank --name $(MEMNAME) -- $(MEMORY_ARGS)
+
+# awm's workflows: a `none` run on train (as `make memory`), one induction call over its successful episodes
+awm: setup
+	$(PY) -m harness.memory.workflows --name $(MEMNAME) -- $(MEMORY_ARGS)
 
 # The SIMULATED world (docs/simulated-world.md): planted guideline relevance for model=simulated, no key needed
 simulated-memory: setup
@@ -198,7 +222,7 @@ plan: setup
 	@facts=$$(mktemp -t memdeliv-plan.XXXXXX); \
 	$(PY) -m harness.plan_facts --out $$facts $(MODEL_ARGS) strategy=none benchmark=$(BENCH) benchmark.split=$(SPLIT) \
 		$(if $(LIMIT),benchmark.limit=$(LIMIT)) $(if $(TRIALS),benchmark.trials=$(TRIALS)) \
-		$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS)) $(if $(MEMORY),memory=$(MEMORY)) $(ARGS) \
+		$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS)) $(if $(MEMORY),memory=$(MEMORY)) $(EXPERIENCE_ARGS) $(ARGS) \
 	&& $(PY) -m analysis.plan --facts $$facts --strategies $(STRATEGIES) $(if $(PILOT),--pilot $(PILOT)) \
 		$(if $(filter command line,$(origin RUN)),--run runs/$(RUN)) \
 		$(if $(filter command line,$(origin DELTA)),--delta $(DELTA)); \

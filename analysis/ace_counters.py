@@ -5,7 +5,7 @@ relevance for (build the world with `--eval-split train`, then corrupt it: label
 truth, as `make ace` does, and we count how many corrupted lessons are still delivered afterwards.
 
 Each episode delivers the whole playbook (ACE's `ace`), the world draws its outcome from what was delivered
-(strategies/simulated_world.py: same p, same draw), and the agent cites the bullets it acted on: those the world
+(harness/scripted/simulated_world.py: same p, same draw), and the agent cites the bullets it acted on: those the world
 plants as relevant or harmful for the task. The Reflector tags every cited bullet helpful on a success and
 harmful on a failure (the scripted Reflector's rule, harness/scripted/ace_roles.py, with the verdict shown);
 the playbook's counters move through ACE's own `Playbook.count`. Nothing leaves the playbook in paper mode
@@ -23,8 +23,9 @@ import argparse
 import sys
 from dataclasses import dataclass
 
+from analysis import fmt
 from strategies import load_memory
-from strategies import simulated_world as world
+from harness.scripted import simulated_world as world
 from strategies.ace.playbook import Playbook
 from strategies.ace.pruning import enforce_budget
 
@@ -95,11 +96,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         snaps = adapt(args.world, args.epochs, tuple(args.budget), args.profile)
     except (world.WorldError, ValueError, KeyError) as exc:
-        print(f"memdeliv ace_counters: {exc}", file=sys.stderr)
+        fmt.refuse("ace_counters", exc)
         return 2
-    print(f"{world.LABEL} world ({args.profile}): ACE adapting with ground truth over {args.world}; paper mode "
-          "delivers every lesson whatever its counters; `budget B` = corrupted / clean lessons still delivered "
-          "once pruning keeps B of the playbook")
+    print(fmt.wrap(f"{world.LABEL} world ({args.profile}): ACE adapting with ground truth over {args.world}; "
+                   "paper mode delivers every lesson whatever its counters; `budget B` = corrupted / clean lessons "
+                   "still delivered once pruning keeps B of the playbook"))
     head = "epoch  success  corrupted net-harmful  clean net-harmful" + "".join(
         f"  budget {b:.0%}: corrupted / clean" for b in args.budget)
     print(head)

@@ -12,7 +12,8 @@ model, strategy), from the files the records point at (record field `memory`, an
   billed on that episode's row: its usage role `learning`, usd_learning/task; `strategy_calls` in rows of schema
   1: usd_strategy/task, analysis.costs), else (runs from before) the job's own
   `<run>/memory/<job slug>/history.jsonl` (its learning happens during the run);
-* the simulated world's artifact (`_meta.kind: simulated`): 0, no model built it;
+* the simulated world's artifact (`_meta.kind: simulated`) and an experiences artifact (exp_rag, long_context): 0,
+  no model built them (the collection run is not a build cost, as for `make memory`);
 * anything else (a hand-written sample): unknown (nan), never 0.
 Amortised: build / N, N = `--amortise-over` or, by default, the episodes evaluated in that row (tasks x trials).
 """
@@ -77,6 +78,8 @@ def build_cost(strategy: str, memory: str | None, run_dir: str | None = None, jo
     if history.is_file():
         tokens, cost = _history(history)
         return {"build_tokens": tokens, "build_cost_usd": cost, "build_source": str(history)}
+    if artifact_meta(path).get("kind") == "experiences":  # no model call; a build.json beside it is make memory's
+        return {"build_tokens": 0.0, "build_cost_usd": 0.0, "build_source": "experiences: no model call"}
     build = path.parent / "build.json"
     if build.is_file():
         info = json.loads(build.read_text(encoding="utf-8"))

@@ -16,6 +16,8 @@ from analysis.identity import artifact_meta, tag as add_tag
 
 KINDS = ("contradict", "stale", "irrelevant", "duplicate")  # harness/memory/corrupt.py
 _CORRUPTED = re.compile(r"\b(" + "|".join(KINDS) + r")[= ](\d+(?:\.\d+)?)%")
+_KIND = "(?:" + "|".join(KINDS) + ")"
+_NAMED = re.compile(r" ?\(" + _KIND + r"=[\d.]+%\)|(?:, )?corrupted: " + _KIND + r" [\d.]+%")  # variant or tag
 
 
 def corruption_of(label: str) -> tuple[str, float] | None:
@@ -27,8 +29,8 @@ def corruption_of(label: str) -> tuple[str, float] | None:
 def tag(meta: dict) -> str | None:
     """The label part for an artifact's `_meta.corrupted` (`corrupted: contradict 30%`); None when clean."""
     facts = meta.get("corrupted") if isinstance(meta, dict) else None
-    if not isinstance(facts, dict) or "kind" not in facts:
-        return None
+    if not isinstance(facts, dict) or "kind" not in facts or not float(facts.get("rate", 0)):
+        return None  # a 0 % corruption corrupted nothing: the clean artifact
     return f"corrupted: {facts['kind']} {100 * float(facts.get('rate', 0)):g}%"
 
 
@@ -38,4 +40,25 @@ def corruption_labels(df: pd.DataFrame) -> pd.Series:
     if column is None:
         return df["strategy"]
     tags = df[column].map(lambda p: tag(artifact_meta(p)) if isinstance(p, str) and p else None)
-    return pd.Series([add_tag(s, t) if isinstance(t, str) else s for s, t in zip(df["strategy"], tags)], index=df.index)
+    return pd.Series([add_tag(s, t) if isinstance(t, str) and corruption_of(s) != corruption_of(t) else s
+                      for s, t in zip(df["strategy"], tags)], index=df.index)  # a variant naming it: said once
+
+
+def split_label(label: str) -> tuple[str, str]:
+    """(the label without its corruption, 'contradict 30%' or ''): the robustness rows' strategy and rate, each
+    in its own column; a 0 % row is the clean artifact, `full`."""
+    found = corruption_of(label)
+    if found is None:
+        return str(label), ""
+    bare = _NAMED.sub("", str(label)).replace(" []", "").replace("[, ", "[").replace(", ]", "]").strip()
+    return bare, f"{found[0]} {found[1]:g}%"
+
+
+def corruption_column(shown: pd.DataFrame) -> pd.DataFrame:
+    """A display with a `corrupted` column after `strategy` when a row names a corruption, the label without it."""
+    if "strategy" not in shown or not shown["strategy"].map(corruption_of).notna().any():
+        return shown
+    parts = [split_label(s) for s in shown["strategy"]]
+    out = shown.assign(strategy=[p[0] for p in parts])
+    out.insert(list(out.columns).index("strategy") + 1, "corrupted", [p[1] or "-" for p in parts])
+    return out

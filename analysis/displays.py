@@ -6,7 +6,9 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis import fmt
+from analysis.corruption import corruption_column
 from analysis.costs import usd
+from analysis.verdict import Verdict
 
 SHORT = {"context_overflow": "ctx", "user_simulator": "user"}  # the rest print as their label
 
@@ -44,7 +46,7 @@ def strategies_display(summary: pd.DataFrame) -> pd.DataFrame:
     passes = sorted((c for c in shown.columns if c.startswith("pass^")), key=lambda c: int(c[5:]))
     front = [c for c in shown.columns if c not in passes and c not in ("Δ vs none",)]
     at = front.index("success") + 1
-    return shown[front[:at] + passes + ["Δ vs none"] + front[at:]].fillna("-")
+    return corruption_column(shown[front[:at] + passes + ["Δ vs none"] + front[at:]].fillna("-"))
 
 
 def compact_display(summary: pd.DataFrame) -> pd.DataFrame:
@@ -148,9 +150,8 @@ def with_assembly(shown: pd.DataFrame, source: pd.DataFrame) -> pd.DataFrame:
 def _delta(r: pd.Series, short: bool = False) -> str:
     if r["strategy"] == "none" or fmt.missing(r["Δsuccess_pts"]):
         return "-"
-    u = r.get("underpowered")
-    underpowered = not fmt.missing(u) and bool(u)
-    flag = (" underpowered" + ("" if short else f" (MDΔ {fmt.mdd(r['MDΔ_pts'])})")) if underpowered else ""
+    verdict = r.get("verdict")  # analysis.verdict: the one rule the harm list and the A/A band read too
+    flag = verdict.flag(short) if isinstance(verdict, Verdict) else ""
     pairs, base = r.get("Δpairs"), r.get("Δbase_records")
     most = max(r["records"], 0 if fmt.missing(base) else base)  # either row holding more: Δ is on fewer pairs
     fewer = f" on {int(pairs)} pairs" if not fmt.missing(pairs) and pairs < most else ""

@@ -27,6 +27,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis import fmt
 from analysis.load import load_records
 from analysis.metrics import GROUP, valid, with_assembly
 
@@ -215,12 +216,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         written, refused = export(args.runs, args.out, args.pool_runs)
     except (FileNotFoundError, ValueError) as exc:
-        print(f"memdeliv export-tau2: {exc}", file=sys.stderr)
+        fmt.refuse("export-tau2", exc)
         return 2
     for path in written:
         print(f"wrote {path}")
     for line in refused:
-        print(f"memdeliv export-tau2: not written: {line}", file=sys.stderr)
+        fmt.refuse("export-tau2", f"not written: {line}")
     if written:
         print(f"open them with: .venv/bin/tau2 view --dir {written[0].parent}")
     return 2 if refused or not written else 0

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import math
-import textwrap
+import sys
 
 import pandas as pd
+
+from foundation.terminal import WIDTH, lines, wrap  # one width and one wrap for the harness and analysis
+
+__all__ = ["WIDTH", "lines", "wrap"]  # re-exported: analysis code writes fmt.wrap, fmt.WIDTH
 
 
 TOO_FEW = "too few tasks to estimate"  # a minimum detectable Δ that would exceed 100 points
@@ -78,24 +82,44 @@ def simulated_banner(models) -> str:
                 f"language model; its numbers check the measuring chain (docs/simulated-world.md).")
 
 
-WIDTH = 160  # the terminal width every printout keeps to by default
+def refuse(prog: str, why: object) -> None:
+    """Why a command refuses its input, `memdeliv <prog>: ...` on stderr, wrapped to WIDTH (the caller exits 2)."""
+    print(wrap(f"memdeliv {prog}: {why}"), file=sys.stderr)
 
 
-def wrap(text: str, indent: str = "  ") -> str:
-    """Each line of `text` wrapped to WIDTH columns, continuation lines indented (a long id or path unbroken)."""
-    return "\n".join(textwrap.fill(line, WIDTH, subsequent_indent=indent, break_long_words=False,
-                                   break_on_hyphens=False) if len(line) > WIDTH else line
-                     for line in text.splitlines())
+def drop_constant(df: pd.DataFrame, columns=("benchmark", "split", "assembly")) -> pd.DataFrame:
+    """`df` without those of `columns` that hold one value in every row (a header line names it; columns cost
+    terminal width)."""
+    return df.drop(columns=[c for c in columns if c in df and df[c].astype(str).nunique() <= 1])
 
 
 def plain(df: pd.DataFrame) -> str:
-    """A table for a terminal: columns two spaces apart, no pipes or padding (each costs columns)."""
+    """A table for a terminal: columns two spaces apart, no pipes or padding (each costs columns). A table wider
+    than WIDTH has its widest cells (a long strategy label, a list of ids) wrapped onto more lines of their row."""
     if not len(df):
         return "(no rows)"
-    header, rows = [str(c) for c in df.columns], df.astype(str).values.tolist()
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    header = [str(c) for c in df.columns]
+    rows = [[[cell] for cell in r] for r in df.astype(str).values.tolist()]  # each cell: its lines
+    widths = [max(len(h), *(len(r[i][0]) for r in rows)) for i, h in enumerate(header)]
+    while (over := sum(widths) + 2 * (len(widths) - 1) - WIDTH) > 0 and _narrow_one(header, rows, widths, over):
+        pass
 
     def line(cells: list[str]) -> str:
         return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
 
-    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
+    body = [line([c[k] if k < len(c) else "" for c in r]) for r in rows for k in range(max(map(len, r)))]
+    return "\n".join([line(header), line(["-" * w for w in widths]), *body])
+
+
+def _narrow_one(header: list[str], rows: list[list[list[str]]], widths: list[int], over: int) -> bool:
+    """Wrap the widest column that can still be narrowed (never below its header or its longest word) by up to
+    `over` columns, in place; False when none can."""
+    for i in sorted(range(len(widths)), key=lambda i: -widths[i]):
+        words = max((len(w) for r in rows for w in " ".join(r[i]).split()), default=0)
+        target = max(widths[i] - over, len(header[i]), words)
+        if target < widths[i]:
+            for r in rows:
+                r[i] = lines(" ".join(r[i]), target)
+            widths[i] = max(len(header[i]), *(len(part) for r in rows for part in r[i]))
+            return True
+    return False

@@ -78,6 +78,7 @@ class TaskEffects:
     helped: dict[str, tuple[int, int]] = field(default_factory=dict)  # task -> (none episode, strategy episode)
     harmed: dict[str, tuple[int, int]] = field(default_factory=dict)
     chance: float = float("nan")  # harmed tasks expected by trial noise alone
+    chances: tuple[float, ...] = ()  # each task's chance of being listed harmed (their sum: `chance`)
 
     @property
     def unchanged(self) -> int:
@@ -108,12 +109,13 @@ def compare(mine: pd.DataFrame, base: pd.DataFrame, cell: tuple = (), strategy: 
     for task, g in both.groupby("task_id", sort=False):
         n, c_s, c_0 = len(g), int(g["success_s"].sum()), int(g["success_0"].sum())
         verdict = flag(c_s, n, c_0, n)
-        out.chance += chance_harmed(c_s + c_0, n, n)
+        out.chances += (chance_harmed(c_s + c_0, n, n),)
         if verdict:
             turned = g[g["success_s"] != g["success_0"]]
             turned = turned[turned["success_s"] == (verdict > 0)]
             out_map = out.helped if verdict > 0 else out.harmed
             out_map[task] = (int(turned["episode_0"].iloc[0]), int(turned["episode_s"].iloc[0]))
+    out.chance = float(sum(out.chances))
     out.helped = {t: out.helped[t] for t in _sorted_ids(out.helped)}
     out.harmed = {t: out.harmed[t] for t in _sorted_ids(out.harmed)}
     return out
@@ -182,16 +184,3 @@ def lines(effects: list[TaskEffects], viewer: str | None = None, limit: int = 12
                 out.append(f"  - {name}: {', '.join(shown)}{more}")
     return out
 
-
-def recommend_line(cell: pd.DataFrame, choice: str | None, exclude: tuple[str, ...] = ()) -> str | None:
-    """`make recommend`'s sentence when the recommended strategy harmed tasks `none` solved (count and ids),
-    whatever its mean; None when it harmed none, or is `none`, or the cell has no `none`."""
-    ok = valid(cell, exclude)
-    if choice is None or choice == BASELINE or not (ok["strategy"] == BASELINE).any():
-        return None
-    e = compare(ok[ok["strategy"] == choice], ok[ok["strategy"] == BASELINE], strategy=choice)
-    if not e.harmed:
-        return None
-    return (f"Harm: `{choice}` harmed {len(e.harmed)} of {e.tasks} tasks that `none` solved ({', '.join(e.harmed)}), "
-            f"by the per-task rule of docs/robustness.md; trial noise alone would list about {e.chance:.1f} at "
-            f"{e.trials} trials. Its mean hides them: look at them (make tables: task_effects.md) before deploying.")

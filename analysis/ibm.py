@@ -17,7 +17,6 @@ kept in the note.
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -170,7 +169,7 @@ def terminal(table: pd.DataFrame, width: int = 160) -> str:
     ref = {n: f"[{i}]" for i, n in enumerate(notes, start=1)}
     shown = table.drop(columns=same).assign(note=table["note"].map(lambda n: ref.get(n, "")))
     above = ["same in every row: " + "; ".join(f"{c} {table[c].iloc[0]}" for c in same)] if same else []
-    foot = [textwrap.fill(f"{ref[n]} {n}", width, subsequent_indent="    ") for n in notes]
+    foot = ["\n".join(fmt.lines(f"{ref[n]} {n}", width, "    ")) for n in notes]
     return "\n".join([*above, shown.to_markdown(index=False, disable_numparse=True), *foot])
 
 

@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
+from analysis import fmt
 from analysis.cells import ASSEMBLY_FIELDS, overlap_message, pool_runs, run_overlaps, unknown_artifacts
 from analysis.identity import artifact_meta, checked, filled, memory_artifact, memory_labels
 from analysis.corruption import corruption_labels
@@ -90,7 +91,7 @@ def load_records(paths: Iterable[str | Path], warn: Callable[[str], None] | None
     renumbered; the original in `trial_in_run`), or "keep" as they are (for callers that group by run_dir)."""
     if overlap not in ("refuse", "pool", "keep"):
         raise ValueError(f"overlap must be refuse, pool or keep, not {overlap!r}")
-    warn = warn or (lambda msg: print(f"warning: {msg}", file=sys.stderr))
+    warn = warn or (lambda msg: print(fmt.wrap(f"warning: {msg}"), file=sys.stderr))
     rows = []
     for path in find_results(paths):
         def skipped(lineno: int, reason: str, torn: bool, path: Path = path) -> None:  # torn: cut off by a kill
@@ -163,7 +164,7 @@ def load_for_command(prog: str, args: argparse.Namespace) -> tuple[pd.DataFrame,
         if records.empty:
             raise ValueError(f"no records found under {', '.join(map(str, args.runs))}")
     except (FileNotFoundError, ValueError) as exc:
-        print(f"memdeliv {prog}: {exc}", file=sys.stderr)
+        fmt.refuse(prog, exc)
         return None
     return records, above
 
@@ -318,7 +319,7 @@ def load_memory_history(run_dirs: Iterable[str | Path],
     `guidelines`: the number of guidelines / playbook bullets, or the list of them (its length is used);
     `tokens` (optional): the rendered artifact's size in tokens. Missing `strategy` = the folder name.
     """
-    warn = warn or (lambda msg: print(f"warning: {msg}", file=sys.stderr))
+    warn = warn or (lambda msg: print(fmt.wrap(f"warning: {msg}"), file=sys.stderr))
     rows = []
     for run_dir in map(Path, run_dirs):
         for path in sorted((run_dir / "memory").rglob("history*.jsonl")) if (run_dir / "memory").is_dir() else []:

@@ -33,9 +33,8 @@ import pandas as pd
 from analysis import fmt, identity, power
 from analysis.load import add_pool_option, family, load_for_command
 from analysis.metrics import CELL, GROUP, valid, with_assembly
+from analysis.verdict import N_SPLITS, SEED, Verdict, aa_line, outcomes, split_band
 
-N_SPLITS = 2000
-SEED = 0
 AA_VARIANT = re.compile(r"aa_seed=(\d+)")  # configs/experiment/aa.yaml
 
 
@@ -45,13 +44,6 @@ def _seed(strategy: str) -> int:
     if match is None:
         raise ValueError(f"{strategy!r} is not an A/A copy (no aa_seed=N)")
     return int(match.group(1))
-
-
-def outcomes(df: pd.DataFrame) -> np.ndarray:
-    """tasks x m matrix of 0/1 outcomes, m = the fewest trials of a task (each task's first m trials)."""
-    df = df.assign(task_id=df["task_id"].astype(str)).sort_values(["task_id", "trial"])
-    m = int(df.groupby("task_id").size().min())
-    return np.array([g["success"].astype(float).to_numpy()[:m] for _, g in df.groupby("task_id")])
 
 
 def flip_rate(first: np.ndarray, second: np.ndarray) -> float:
@@ -90,11 +82,7 @@ def aa_spread(df: pd.DataFrame, n_splits: int = N_SPLITS, seed: int = SEED) -> d
     tasks, m = x.shape
     a, b = m // 2, m - m // 2
     observed = x[:, :a].mean(axis=1) - x[:, a:].mean(axis=1)
-    n_splits = min(n_splits, max(200, 4_000_000 // (tasks * m)))  # a big run: fewer splits, bounded memory
-    order = np.random.default_rng(seed).random((n_splits, tasks, m)).argsort(axis=2)
-    shuffled = np.take_along_axis(np.broadcast_to(x, (n_splits, tasks, m)), order, axis=2)
-    diffs = (shuffled[:, :, :a].mean(axis=2) - shuffled[:, :, a:].mean(axis=2)).mean(axis=1)
-    half = float(np.quantile(np.abs(diffs), 0.95))
+    half = split_band(x, a, n_splits, seed)
     scale = math.sqrt((2 / m) / (1 / a + 1 / b))
     return {"aa_tasks": tasks, "aa_trials": m, "aa_half": f"{a}+{b}", "aa_observed_pts": 100 * float(observed.mean()),
             "aa_spread_half_pts": 100 * half, "aa_spread_pts": 100 * half * scale,
@@ -114,7 +102,7 @@ def per_cell(records: pd.DataFrame, exclude: tuple[str, ...] = ()) -> pd.DataFra
 
 def add_aa(summary: pd.DataFrame, records: pd.DataFrame, exclude: tuple[str, ...] = ()) -> pd.DataFrame:
     """The summary with `aa_spread_pts` and `aa_observed_pts` per row (nan where a row has one trial)."""
-    aa = per_cell(records, exclude)[[*GROUP, "aa_spread_pts", "aa_observed_pts"]]
+    aa = per_cell(records, exclude)[[*GROUP, "aa_spread_pts", "aa_observed_pts", "aa_spread_half_pts"]]
     return with_assembly(summary).merge(aa, on=GROUP, how="left")
 
 
@@ -142,9 +130,19 @@ def experiment_pairs(records: pd.DataFrame, exclude: tuple[str, ...] = ()) -> pd
             rows.append({**dict(zip(CELL, key)), "strategy": name, "a": labels[0], "b": labels[1], "tasks": v.n,
                          "trials": v.m, "observed_pts": 100 * v.delta, "predicted_95_pts": 100 * predicted,
                          "MDΔ_pts": 100 * v.mdd(), "flip_rate": pair_flip_rate(a, b),
-                         "within_prediction": bool(abs(v.delta) <= predicted)
-                         if not math.isnan(predicted) else None})
+                         "within_prediction": None if math.isnan(predicted) else  # the verdict's band rule
+                         not Verdict(100 * v.delta, band_pts=100 * predicted).outside_band})
     return pd.DataFrame(rows)
+
+
+def experiment_line(pair: pd.Series) -> str:
+    """'<model> <a> vs <b> (T tasks x m trials): observed +1.9 points, predicted ±10.6, MDΔ 18.2: within the
+    prediction' (one row of experiment_pairs)."""
+    within = {True: "within the prediction", False: "OUTSIDE the prediction", None: "no prediction at 1 trial"}
+    return (f"{fmt.model_label(pair['model'])} {pair['a']} vs {pair['b']} ({int(pair['tasks'])} tasks x "
+            f"{int(pair['trials'])} trials): observed {pair['observed_pts']:+.1f} points, predicted "
+            f"±{fmt.mdd(pair['predicted_95_pts'])}, MDΔ {fmt.mdd(pair['MDΔ_pts'])}: "
+            f"{within[pair['within_prediction']]}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,24 +163,17 @@ def main(argv: list[str] | None = None) -> int:
     if cells.empty:
         print("A/A from the run: every cell has one trial per task; rerun with TRIALS=2 or more")
     for _, row in cells.iterrows():
-        print(f"{fmt.model_label(row['model'])} {row['strategy']}: {sentence(row)}; its own halves "
-              f"({row['aa_half']} trials) differ by {row['aa_observed_pts']:+.1f} points (95% at that size: "
-              f"±{row['aa_spread_half_pts']:.1f})")
+        print(fmt.wrap(f"{fmt.model_label(row['model'])} {row['strategy']}: {sentence(row)}; its own halves "
+                       f"({row['aa_half']} trials) {aa_line(row['aa_observed_pts'], row['aa_spread_half_pts'])}"))
         print(fmt.wrap("  " + flip_line(row["aa_flip_rate"], int(row["aa_tasks"]), row["aa_half"]), "    "))
     pairs = experiment_pairs(records)
     if not pairs.empty:
-        shown = pairs.assign(**{c: pairs[c].map(lambda v: f"{v:+.1f}") for c in ("observed_pts",)},
-                             **{c: pairs[c].map(fmt.mdd) for c in ("predicted_95_pts", "MDΔ_pts")})
-        shown["model"] = shown["model"].map(fmt.model_label)
-        print("\nA/A experiment (the same cell, two seeds; paired on task and trial; predicted = ±1.96 x the "
-              "power module's rerun spread sqrt(within / (trials x tasks))):")
-        shown = shown.drop(columns=["flip_rate"])
-        shown["within_prediction"] = shown["within_prediction"].map(lambda v: "-" if v is None else v)  # 1 trial
-        print(fmt.plain(shown.drop(columns=[c for c in ("benchmark", "split", "assembly") if shown[c].nunique() <= 1])))
-        for _, pair in pairs.iterrows():
-            half = f"{int(pair['trials'])}+{int(pair['trials'])}"
-            print(fmt.wrap(f"{pair['a']} vs {pair['b']}: {flip_line(pair['flip_rate'], int(pair['tasks']), half)}",
-                           "  "))
+        print("\nA/A experiment (the same cell, two seeds; paired on task and trial; predicted = ±1.96 x the power "
+              "module's rerun spread sqrt(within / (trials x tasks))):")
+    for _, pair in pairs.iterrows():
+        print(fmt.wrap(experiment_line(pair)))
+        half = f"{int(pair['trials'])}+{int(pair['trials'])}"
+        print(fmt.wrap(f"  {flip_line(pair['flip_rate'], int(pair['tasks']), half)}", "    "))
     return 0
 
 

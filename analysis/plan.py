@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -101,7 +100,8 @@ def plan(facts: dict[str, Any], strategies: list[str], trials: int, pilot: Optio
     gold = [facts["gold_actions"].get(t) for t in facts["tasks"]]
     cells, recorded = [], recorded_episodes(run_dir, facts)
     for strategy in strategies:
-        block, note = memory_block_tokens(strategy, memory, m["name"], facts.get("strategy_options") or {})
+        own = (facts.get("memory_by_strategy") or {}).get(strategy) or memory  # as harness.config.job_memory
+        block, note = memory_block_tokens(strategy, own, m["name"], facts.get("strategy_options") or {})
         if pilot is not None:
             episode = pilot_episode(pilot, strategy, memory, block, facts)
         else:
@@ -256,7 +256,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         memory = args.memory or facts.get("memory")
         cells, prices = plan(facts, strategies, trials, pilot, args.run, memory)
     except (PlanError, OSError, ValueError) as exc:
-        print(f"memdeliv plan: {exc}", file=sys.stderr)
+        fmt.refuse("plan", exc)
         return 2
     print(report(facts, cells, prices, trials, pilot, args.delta, memory))
     return 0

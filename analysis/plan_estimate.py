@@ -54,17 +54,45 @@ def memory_block_tokens(strategy: str, memory: Optional[str], model: str, option
     length); ace the playbook as it starts. Another strategy: the full block, as an upper bound."""
     if strategy == BASELINE:
         return 0.0, "no memory"
+    if strategy == "dynamic_cheatsheet":  # reads no artifact: its cheatsheet starts "(empty)" and grows online
+        from strategies.budget import token_counter as counter
+        from strategies.dynamic_cheatsheet import EMPTY_CHEATSHEET
+
+        return float(counter(model)(f"<cheatsheet>\n{EMPTY_CHEATSHEET}\n</cheatsheet>")), \
+            "the (empty) cheatsheet it starts from (it grows online; its curator calls are not in this estimate)"
     if not memory or not Path(memory).is_file():
         return 0.0, "no artifact yet"
-    from strategies.base import render_guidelines
+    from strategies import render_guidelines
     from strategies.budget import token_counter
-    from strategies.memory_file import load_memory, read_playbook_or_guidelines
+    from strategies import load_memory
+    from strategies.memory_file import read_playbook_or_guidelines
 
     count = token_counter(model)
     if strategy == "ace":
         playbook, _ = read_playbook_or_guidelines(memory)
         return float(count(playbook.render())), "ACE playbook as it starts (it grows online)"
     guidelines, _ = load_memory(memory)
+    if strategy in ("exp_rag", "long_context"):  # an experiences artifact (strategies/experiences.py)
+        from strategies.experiences import render_experiences
+
+        top_k = int(options.get("top_k", 4)) if strategy == "exp_rag" else len(guidelines)
+        by_length = sorted(guidelines, key=lambda g: len(g.text))
+        start = max(0, len(by_length) // 2 - top_k // 2)  # median-length ones stand for what retrieval picks
+        picked = by_length[start:start + top_k] if strategy == "exp_rag" else guidelines
+        return float(count(render_experiences(picked))), (f"top_k {len(picked)} experiences"
+                                                          if strategy == "exp_rag" else "every experience")
+    if strategy == "reasoning_bank":  # the top_k median-sized past tasks' items (strategies/reasoning_bank.py)
+        from strategies.reasoning_bank import render_bank
+
+        groups: dict[str, list] = {}
+        for g in guidelines:
+            groups.setdefault(g.id.rsplit("-", 1)[0], []).append(g)
+        tasks = sorted(groups.values(), key=lambda items: sum(len(g.text) for g in items))
+        top_k = int(options.get("top_k", 1))
+        start = max(0, len(tasks) // 2 - top_k // 2)
+        picked = [g for items in tasks[start:start + top_k] for g in items]
+        return float(count(render_bank(picked))), (f"top_k {top_k} past tasks' items; it grows online (its judge "
+                                                   "and extractor calls per episode are not in this estimate)")
     if strategy == "core_retrieval":
         core_support, min_support = int(options.get("core_support", 3)), int(options.get("min_support", 1))
         top_k = int(options.get("top_k", 10))

@@ -1,6 +1,7 @@
 """Plots (matplotlib, Agg): each function draws one figure from the analysis DataFrames and saves PNG + SVG.
 
-* success_vs_tokens: per (benchmark, split, model), one point per strategy, 95% CI bars, Pareto front marked.
+* success_vs_tokens: per (benchmark, split, model), one point per strategy, 95% CI bars, Pareto front marked;
+  control arms (placebo, protocol_only: analysis.controls) hollow, labelled "(control)", off the front.
 * success_vs_cost: the same with USD per task (all roles, memory build amortised) on x; priced rows only.
 * memory_vs_steps: delivered memory tokens at each agent step, mean over tasks, one line per strategy.
 * memory_growth: guidelines in the memory artifact over adaptation updates (from memory history files).
@@ -51,6 +52,15 @@ def _cell_title(key) -> str:
     return f"{fmt.model_label(model)}\n{bench}/{split}" + (f"\n{variant}" if variant else "")
 
 
+def _control(row: pd.Series) -> bool:
+    """A control arm (analysis.controls): drawn hollow, never on the Pareto front (it is not a deployment)."""
+    return not fmt.missing(row.get("control_arm"))
+
+
+def _label(row: pd.Series) -> str:
+    return row["strategy"] + (" (control)" if _control(row) else "")
+
+
 def success_vs_tokens(summary: pd.DataFrame, out_dir: Path) -> list[Path]:
     return _success_scatter(summary.dropna(subset=["tokens/task"]), "tokens/task",
                             "agent tokens per task (prompt + completion, tokens)", out_dir, "success_vs_tokens")
@@ -76,8 +86,9 @@ def _success_scatter(rows: pd.DataFrame, x: str, xlabel: str, out_dir: Path, nam
         for _, r in cell.iterrows():
             y = 100 * r["success"]
             err = [[y - 100 * r["success_lo"]], [100 * r["success_hi"] - y]]
-            ax.errorbar(r[x], y, yerr=err, fmt="o", capsize=4, label=r["strategy"])
-        front = pareto_front(cell, x, "success")
+            ax.errorbar(r[x], y, yerr=err, fmt="o", capsize=4, label=_label(r),
+                        **({"mfc": "none", "ls": ":"} if _control(r) else {}))
+        front = pareto_front(cell[[not _control(r) for _, r in cell.iterrows()]], x, "success")
         ax.plot(front[x], 100 * front["success"], "--o", color="grey", lw=1, ms=14, mfc="none",
                 label="Pareto front (circled)")
         _finish_panel(ax, key, xlabel)
@@ -140,7 +151,9 @@ def strategy_bars(summary: pd.DataFrame, out_dir: Path) -> list[Path]:
             ys.append(100 * r["success"])
             errs[0].append(100 * (r["success"] - r["success_lo"]))
             errs[1].append(100 * (r["success_hi"] - r["success"]))
-        ax.bar(xs, ys, width=width, yerr=errs, capsize=3, label=strategy)
+        control = any(_control(r) for _, r in summary[summary["strategy"] == strategy].iterrows())
+        ax.bar(xs, ys, width=width, yerr=errs, capsize=3, label=strategy + (" (control)" if control else ""),
+               hatch="//" if control else None, fill=not control)
     ax.set_xticks(range(len(cells)))
     ax.set_xticklabels([_cell_title(k) for k, _ in cells], fontsize=8)
     ax.set_ylabel("success rate (%, 95% CI over tasks)")

@@ -29,13 +29,14 @@ tasks whose trials all agree). When strategies' infra rates differ it says so, w
 from __future__ import annotations
 
 import argparse
+import math
 import sys
-import textwrap
 
 import numpy as np
 import pandas as pd
 
-from analysis import fmt, identity, infra, sizing, stats
+from analysis import fmt, harm, identity, infra, sizing, stats
+from analysis.verdict import Verdict, harm_tail, pair_band_pts
 from analysis.variance import POWER, TRIAL_GRID, Variance, critical, pair_row, pair_variance, task_ranges, \
     variance_of  # noqa: F401  (analysis.power's public names, as before the split)
 from analysis.load import add_pool_option
@@ -69,12 +70,25 @@ def power_table(records: pd.DataFrame, delta_pts: float = 5.0, alpha: float = st
             if base is not None and strategy != BASELINE:
                 mine, theirs = on_common_pairs(df, base)
                 p = sizing.parts(mine, theirs)
-                found = stats.paired(task_success(mine), task_success(theirs), n_boot=200).p if p.n else np.nan
-                row.update(pair_row(variance_of(p), delta_pts, alpha, found))
+                row["verdict"] = verdict = of_pair(mine, theirs, alpha)
+                row.update(pair_row(variance_of(p), delta_pts, alpha, verdict))
                 if ranges and p.n:
                     row.update(task_ranges(p, delta_pts, alpha))
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def of_pair(mine: pd.DataFrame, base: pd.DataFrame, alpha: float = stats.ALPHA) -> Verdict:
+    """A strategy's valid records against `none`'s of the same cell, on the (task, trial) pairs both ran: the
+    Δ and its paired test (as the tables), MDΔ, the pair's A/A band, and the per-task harm count."""
+    a, b = on_common_pairs(mine, base)
+    if not len(a):
+        return Verdict(math.nan, alpha=alpha)
+    test = stats.paired(task_success(a), task_success(b), n_boot=200)
+    v = pair_variance(a, b)
+    effects = harm.compare(a, b)
+    return Verdict(100 * v.delta, test.p, 100 * v.mdd(alpha), pair_band_pts(a, b), len(effects.harmed),
+                   effects.chance, harm_tail(effects.chances, len(effects.harmed)), alpha)
 
 
 def flag_underpowered(summary: pd.DataFrame, records: pd.DataFrame,
@@ -82,7 +96,7 @@ def flag_underpowered(summary: pd.DataFrame, records: pd.DataFrame,
     """summary (analysis.metrics.summarize) with `MDΔ_pts`, `p` and `underpowered` per strategy row vs none."""
     table = power_table(records, exclude=exclude)
     keys = [*CELL, "strategy"]
-    cols = [c for c in ("MDΔ_pts", "underpowered", "p") if c in table]
+    cols = [c for c in ("MDΔ_pts", "underpowered", "p", "verdict") if c in table]
     if not cols:
         return summary.assign(MDΔ_pts=np.nan, underpowered=False)
     return summary.merge(table[keys + cols].rename(columns={"p": "Δp"}), on=keys, how="left")
@@ -123,7 +137,7 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
                                                           ("underpowered" if bool(v) else ""))
     for col in [c for c in shown if c.startswith("tasks@") and not c.endswith("range")]:
         shown[col] = shown[col].map(lambda v: "-" if fmt.missing(v) else f"{int(v)}")
-    drop = ["tasks", "trials", "tau2", "within", "sd_d", *[c for c in shown if c.endswith("range")]]
+    drop = ["tasks", "trials", "tau2", "within", "sd_d", "verdict", *[c for c in shown if c.endswith("range")]]
     return shown.drop(columns=[c for c in drop if c in shown]).fillna("-")
 
 
@@ -146,12 +160,12 @@ def main(argv: list[str] | None = None) -> int:
     below: list[str] = []
     if args.profile:
         from analysis.power_world import simulated_table
-        from strategies.simulated_world import WorldError
+        from harness.scripted.simulated_world import WorldError
 
         try:
             table = simulated_table(args.profile, args.world, args.limit, args.trials, args.delta)
         except WorldError as exc:
-            print(f"memdeliv power: {exc}", file=sys.stderr)
+            fmt.refuse("power", exc)
             return 2
         print(fmt.simulated_banner(table["model"]) + "\n")
     elif args.runs:
@@ -174,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     shown = display(table)
     same = [c for c in ("benchmark", "split", "assembly", "model") if c in shown and shown[c].nunique() <= 1]
     for line in above + ([", ".join(f"{c}: {shown[c].iloc[0] or '-'}" for c in same)] if same else []):
-        print(textwrap.fill(line, fmt.WIDTH, subsequent_indent="  "))  # said once above the table: it fits a terminal
+        print(fmt.wrap(line))  # said once above the table: it fits a terminal
     shown = shown.drop(columns=same)
     if "model" in shown:  # several models: one table each under its name, so the rows keep to 160 columns
         print("\n\n".join(f"{model}:\n{fmt.plain(rows.drop(columns='model'))}"
@@ -182,15 +196,15 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(fmt.plain(shown))
     for line in below:
-        print(textwrap.fill(line, fmt.WIDTH, subsequent_indent="  "))
-    print("\n" + textwrap.fill(
+        print(fmt.wrap(line))
+    print("\n" + fmt.wrap(
         f"Paired over the tasks x trials both strategies ran (`paired`), two-sided α = {stats.ALPHA}, power "
         f"{POWER:.0%}. p = the tables' paired test of Δ vs none (McNemar / sign-flip). MDΔ = the smallest difference "
         f"vs none rerunning these tasks x trials detects ('{fmt.TOO_FEW}' when a handful of tasks cannot); tasks@T = "
         f"NEW tasks needed to detect Δ = {args.delta:g} points at T trials per task (the between-task spread "
         f"counts, never less than 0/1 outcomes allow). `underpowered`: p did not find the difference AND the "
         f"observed |Δ| is below the MDΔ (not enough evidence either way); a difference p finds is never flagged. "
-        f"agreement = share of tasks whose trials all agree.", fmt.WIDTH))
+        f"agreement = share of tasks whose trials all agree.", ""))
     return 0
 
 

@@ -1,5 +1,5 @@
 """`make power PROFILE=strong|small`: the variances of the SIMULATED world instead of a pilot's
-(strategies/simulated_world.py: the planted p per task; two different deliveries draw independently, so
+(harness/scripted/simulated_world.py: the planted p per task; two different deliveries draw independently, so
 Var(D) = p_a(1 - p_a) + p_b(1 - p_b)), for none, full and core (the guidelines with support >= 3) on the artifact's
 first LIMIT tasks. analysis.power is the pilot's version."""
 
@@ -24,7 +24,7 @@ def simulated_variance(p_a: dict[str, float], p_b: dict[str, float], trials: int
 
 def simulated_ps(profile: str, artifact: str, limit: int) -> dict[str, dict[str, float]]:
     """strategy (none, full, core) -> task id -> planted p, for the artifact's first `limit` tasks."""
-    from strategies import simulated_world as world
+    from harness.scripted import simulated_world as world
     from strategies import load_memory, render_guidelines
 
     prof, w = world.profile(profile), world.load_world(artifact)  # WorldError before anything else

@@ -11,21 +11,22 @@ named, never called the cheapest. When no strategy qualifies the answer is "No d
 name, with how many tasks (x trials) would settle it and the range a bootstrap over the tasks gives. When the
 strategies' infra-error rates differ it says whether the answer holds with infra counted as failures (the
 default) and with infra excluded. Strategies that ran on different task sets are refused (exit 2) unless
---shared-tasks. It says why in plain sentences (docs/deciding.md).
+--shared-tasks. It says why in plain sentences (docs/deciding.md). Control arms (placebo, protocol_only) are never
+candidates: their content / length / instruction decomposition is one more sentence (analysis.controls).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import textwrap
 
 import pandas as pd
 
-from analysis import fmt, harm, identity, infra, stats
+from analysis import controls, fmt, harm, identity, infra, power, stats
 from analysis.decision import Recommendation, decide
 from analysis.load import add_pool_option
-from analysis.metrics import CELL, INFRA, with_assembly
+from analysis.metrics import BASELINE, CELL, INFRA, on_common_pairs, valid, with_assembly
+from analysis.verdict import SHOWN
 
 
 def recommend(records: pd.DataFrame, k: int = 1, by: str = "tokens", delta_pts: float = 5.0,
@@ -37,17 +38,44 @@ def recommend(records: pd.DataFrame, k: int = 1, by: str = "tokens", delta_pts: 
         raise ValueError(f"--by must be tokens or cost, not {by!r}")
     records, notes = identity.comparable(with_assembly(records), shared=shared_tasks)
     out = []
-    for key, cell in records.groupby(CELL, sort=False, dropna=False):
+    for key, whole in records.groupby(CELL, sort=False, dropna=False):
+        cell = whole[~controls.is_control(whole)]  # a control arm measures memory's parts; it is never deployed
+        if cell.empty:
+            raise ValueError(f"{'/'.join(map(str, key))}: only control arms ({', '.join(controls.arms(whole))}): "
+                             "nothing to recommend")
         rec = decide(key, cell, k, by, delta_pts, alpha, amortise_over)
         if key in notes:
             rec.sentences.insert(0, notes[key] + ".")
         if line := infra.differ_line(cell):
             other = decide(key, cell, k, by, delta_pts, alpha, amortise_over, exclude=(INFRA,))
             rec.sentences.append(line + " " + _conventions(rec, other))
-        if harmed := harm.recommend_line(cell, rec.choice):  # tasks none solved that the choice harmed (issue 28)
+        if harmed := harm_line(cell, rec.choice):  # tasks none solved that the choice harmed (issue 28)
             rec.sentences.append(harmed)
+        if parts := controls.sentence(whole):  # content / length / instruction (docs/controls.md)
+            rec.sentences.append(parts)
         out.append(rec)
     return out
+
+
+def harm_line(cell: pd.DataFrame, choice: str | None, exclude: tuple[str, ...] = ()) -> str | None:
+    """The `Harm:` sentence when the recommended strategy harmed tasks `none` solved (count and ids), whatever its
+    mean, with the verdict the tables print for it against `none` (analysis.verdict); None when it harmed none,
+    or is `none`, or the cell has no `none`."""
+    ok = valid(cell, exclude)
+    if choice is None or choice == BASELINE or not (ok["strategy"] == BASELINE).any():
+        return None
+    mine, base = on_common_pairs(ok[ok["strategy"] == choice], ok[ok["strategy"] == BASELINE])
+    e = harm.compare(mine, base, strategy=choice)
+    if not e.harmed:
+        return None
+    v = power.of_pair(mine, base)
+    mean = (f"shown {v.direction}" if v.kind == SHOWN else v.kind) + (f", {v.band_words()}" if v.band_words() else "")
+    reading, trials = v.reconciling(), f"{e.trials} trial" + ("" if e.trials == 1 else "s")
+    return (f"Harm: `{choice}` harmed {len(e.harmed)} of {e.tasks} tasks that `none` solved ({', '.join(e.harmed)}), "
+            f"by the per-task rule of docs/robustness.md; trial noise alone would list about {e.chance:.1f} at "
+            f"{trials}: {'harm is concentrated' if v.concentrated else 'within chance'}. Against `none` its "
+            f"mean Δ is {v.delta_pts:+.1f} points ({mean})" + (f"; {reading}" if reading else "") +
+            ". Look at them (make tables: task_effects.md) before deploying.")
 
 
 def _conventions(default: Recommendation, excluded: Recommendation) -> str:
@@ -86,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         recs = recommend(records, k=args.k, by=args.by, delta_pts=args.delta, amortise_over=args.amortise_over,
                          shared_tasks=args.shared_tasks)
     except (FileNotFoundError, ValueError) as exc:
-        print(f"memdeliv recommend: {exc}", file=sys.stderr)
+        fmt.refuse("recommend", exc)
         return 2
     if banner := fmt.simulated_banner(records["model"].dropna()):
         print(banner + "\n")

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-import textwrap
 
-from analysis import identity, infra, task_sets
-from analysis.fmt import WIDTH, plain, simulated_banner
+from analysis import fmt, identity, infra, task_sets
+from analysis.fmt import plain, simulated_banner, wrap
 from analysis.load import add_pool_option, load_for_command
 from analysis.metrics import infra_imbalance
 from analysis.displays import COMPACT_NOTE, compact_display, markdown, scenario_warnings, strategies_display
@@ -33,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         exclude = exclusions(args.exclude)
     except ValueError as exc:  # an unknown label
-        print(f"memdeliv table: {exc}", file=sys.stderr)
+        fmt.refuse("table", exc)
         return 2
     if (loaded := load_for_command("table", args)) is None:
         return 2
@@ -46,12 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.wide and summary[["benchmark", "split"]].drop_duplicates().shape[0] == 1:
         lines.insert(0, f"Benchmark: {summary['benchmark'].iloc[0]}/{summary['split'].iloc[0]}")
     table = markdown(strategies_display(summary)) if args.wide else plain(compact_display(summary))
-    fit = (lambda text, indent="": text) if args.wide else \
-        (lambda text, indent="": textwrap.fill(text, WIDTH, subsequent_indent=indent, break_on_hyphens=False))
+    fit = (lambda text, indent="": text) if args.wide else wrap
     print(view_line(exclude) + "\n\n" + "".join(fit(f"- {line}", "  ") + "\n" for line in lines) + table)
     for line in scenario_warnings(summary):
-        print(line, file=sys.stderr)
-    print("\n" + fit(notes(exclude) + ("" if args.wide else " " + COMPACT_NOTE)))
+        print(fit(line), file=sys.stderr)
+    print("\n" + fit(notes(exclude) + ("" if args.wide else " " + COMPACT_NOTE), ""))
     return 0
 
 

@@ -6,6 +6,7 @@ Writes, for the records under the given run directories:
                         steps, cost per task, Δ vs none, error counts per label (`errors`)
     models.md/.csv      IBM's shape: model, none, best, best strategy, Δ with paired CI and p, tokens none → best
     pairs.md/.csv       every pair of strategies on the same tasks (paired bootstrap CI, McNemar / sign-flip p)
+    controls.md         with control arms: content / length / instruction effects, paired (analysis.controls)
     ibm_<view>.md/.csv  with --experiment: IBM's published rows beside ours
     *.png / *.svg       plots (see analysis.plots)
 and prints the strategies table (and the IBM view). By default every record counts and an infra error is a failed
@@ -26,17 +27,19 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import fmt, ibm, identity, infra, plots, power, stats, task_effects, task_sets
+from analysis import controls, fmt, ibm, identity, infra, plots, power, stats, task_effects, task_sets
 from analysis.build_cost import add_build_cost
 from analysis.costs import add_costs
 from analysis.compare import model_table
-from analysis.displays import markdown, models_display, pairs_display, scenario_warnings, strategies_display
+from analysis.displays import (COMPACT_NOTE, compact_display, markdown, models_display, pairs_display,
+                               scenario_warnings, strategies_display)
 from analysis.load import add_pool_option, load_compared, load_memory_history, steps_frame
 from analysis.metrics import EXCLUDED, GROUP, INFRA, infra_imbalance, paired_comparisons, summarize
 
-FEW = (f"* = fewer than {stats.MIN_TASKS} tasks: CI too wide to rank strategies. underpowered = the paired test "
-       f"(McNemar / sign-flip) did not find Δ vs none AND |Δ| is below the minimum detectable Δ at 80% power for "
-       f"these tasks x trials (make power; make recommend's non-inferiority test answers another question).")
+FEW = (f"* = fewer than {stats.MIN_TASKS} tasks: CI too wide to rank strategies. Δ vs none not found by the paired "
+       f"test (McNemar / sign-flip): within noise = inside the pair's A/A band, underpowered = outside it (one "
+       f"trial: |Δ| below the minimum detectable Δ at 80% power; make power). make recommend's non-inferiority "
+       f"test answers another question.")
 
 
 def view_line(exclude: tuple[str, ...] = EXCLUDED) -> str:
@@ -107,7 +110,7 @@ def analyse(paths: list[str], experiment: str | None = None, n_boot: int = stats
     records, lines = load_compared(paths, pool_runs, shared_tasks)
     if records.empty:
         raise SystemExit(f"no records found under {', '.join(map(str, paths))}")
-    summary = summary_of(records, n_boot, exclude, amortise_over)
+    summary = controls.mark(summary_of(records, n_boot, exclude, amortise_over), records)
     pairs = paired_comparisons(records, n_boot=n_boot, exclude=exclude)
     result = Analysis(records, summary, pairs, model_table(summary, pairs), steps_frame(records),
                       load_memory_history(sorted(set(records["run_dir"]))), exclude=tuple(exclude))
@@ -140,6 +143,21 @@ def header(result: Analysis) -> str:
     return view_line(result.exclude) + "\n\n" + ("\n".join(f"- {line}" for line in lines) + "\n\n" if lines else "")
 
 
+def models_terminal(models: pd.DataFrame) -> str:
+    """The models table narrowed for a terminal: tasks × trials in one column, a tie's rule as a numbered note."""
+    if models.empty:
+        return ""
+    rules = [r if isinstance(r, str) and r else "" for r in models.get("best_rule", pd.Series("", models.index))]
+    notes = list(dict.fromkeys(r for r in rules if r))
+    shown = fmt.drop_constant(models_display(models.assign(best_rule="")))
+    shown.insert(list(shown.columns).index("tasks"), "tasks×k", shown["tasks"].astype(str) + "×" +
+                 shown["trials"].astype(str))
+    shown["best strategy"] = [b + (f" [{notes.index(r) + 1}]" if r else "") for b, r in zip(shown["best strategy"],
+                                                                                           rules)]
+    return fmt.plain(shown.drop(columns=["tasks", "trials"])) + "".join("\n" + fmt.wrap(f"[{i}] {n}", "    ")
+                                                                   for i, n in enumerate(notes, 1))
+
+
 def write(result: Analysis, out_dir: Path, plot: bool = True) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
@@ -153,6 +171,9 @@ def write(result: Analysis, out_dir: Path, plot: bool = True) -> list[Path]:
         raw.to_csv(out_dir / f"{name}.csv", index=False)
         written += [out_dir / f"{name}.md", out_dir / f"{name}.csv"]
     written += task_effects.write(result, out_dir)  # helped / harmed tasks vs none, A/A noise floor (issue 28)
+    if parts := controls.terminal(result.records, result.exclude):  # content / length / instruction (issue 35)
+        (out_dir / "controls.md").write_text(header(result) + parts + "\n", encoding="utf-8")
+        written.append(out_dir / "controls.md")
     if plot:
         written += plots.all_plots(result.summary, result.steps, result.history, out_dir, result.records)
     return written
@@ -196,7 +217,7 @@ def cli(doc: str, argv: list[str] | None, default_out: str) -> tuple[argparse.Na
                                   amortise_over=args.amortise_over, pool_runs=args.pool_runs,
                                   shared_tasks=args.shared_tasks)
     except (FileNotFoundError, ValueError) as exc:
-        print(f"memdeliv {parser.prog}: {exc}", file=sys.stderr)
+        fmt.refuse(parser.prog, exc)
         return args, out, None
 
 
@@ -207,22 +228,25 @@ def main(argv: list[str] | None = None) -> int:
     written = write(result, out, plot=not args.no_plots)
     if banner := fmt.simulated_banner(result.summary["model"]):
         print(banner + "\n")
-    print(header(result) + markdown(strategies_display(result.summary)))
+    # the terminal gets the compact tables, each line within fmt.WIDTH; the .md / .csv files keep every column
+    print(fmt.wrap(header(result)) + fmt.plain(compact_display(result.summary)))
     for line in scenario_warnings(result.summary):
-        print(line, file=sys.stderr)
-    print("\n" + markdown(models_display(result.models)))
+        print(fmt.wrap(line), file=sys.stderr)
+    print("\n" + models_terminal(result.models))
+    if parts := controls.terminal(result.records, result.exclude):
+        print("\n" + parts)
     if effects := task_effects.terminal(result):  # per task vs none, the noise floor beside Δ (issue 28)
         print("\nPer task vs none (links to each task's compare page: task_effects.md):\n" + effects)
     for name, table in result.views.items():
         print(f"\n{name}:\n" + ibm.terminal(table))  # notes as footnotes; {name}.md keeps them in the rows
         for line in ibm.token_lines(table):
-            print("  " + line)
+            print(fmt.wrap("  " + line, "    "))
     if result.history.empty:
         print("\n(no memory history files under <run>/memory/: growth plot skipped)")
-    print("\n" + result.notes)
+    print("\n" + fmt.wrap(result.notes + " " + COMPACT_NOTE, ""))
     for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    print(f"wrote {len(written)} files to {out}")
+        print(fmt.wrap(f"warning: {warning}"), file=sys.stderr)
+    print(fmt.wrap(f"wrote {len(written)} files to {out} (strategies.md: every column of the strategies table)"))
     return 0
 
 

@@ -13,8 +13,9 @@ from typing import overload
 import numpy as np
 import pandas as pd
 
-from analysis import fmt, sizing, stats
+from analysis import sizing, stats
 from analysis.noninferiority import POWER, variance_floor
+from analysis.verdict import UNDERPOWERED, Verdict
 
 TRIAL_GRID = (1, 2, 4, 8)
 
@@ -136,12 +137,14 @@ def variance_of(p: sizing.Parts, idx: np.ndarray | None = None) -> Variance | li
     return out if idx is not None else out[0]
 
 
-def pair_row(v: Variance, delta_pts: float, alpha: float = stats.ALPHA, p: float = float("nan")) -> dict:
-    """MDΔ, the flag (the paired test's p when known: a difference it finds is not underpowered), tasks@T."""
+def pair_row(v: Variance, delta_pts: float, alpha: float = stats.ALPHA, verdict: Verdict | None = None,
+             p: float = float("nan")) -> dict:
+    """MDΔ, the flag (analysis.verdict's rule; with no measured verdict, on the test's p when known, and a Δ
+    below MDΔ), tasks@T."""
     mdd = 100 * v.mdd(alpha)  # inf: too few tasks to estimate
-    found = not fmt.missing(p) and p < alpha
-    row = {"paired": f"{v.n}×{v.m}", "Δ_pts": 100 * v.delta, "p": p, "MDΔ_pts": mdd,
-           "underpowered": bool(abs(100 * v.delta) < mdd and not found),
+    verdict = verdict or Verdict(100 * v.delta, p, mdd, alpha=alpha)
+    row = {"paired": f"{v.n}×{v.m}", "Δ_pts": 100 * v.delta, "p": verdict.p, "MDΔ_pts": mdd,
+           "underpowered": bool(v.n) and verdict.kind == UNDERPOWERED,
            "sd_d": math.sqrt(v.var_d()), "tau2": v.tau2, "within": v.within}
     for t in TRIAL_GRID:
         if not v.split and t != v.m:

@@ -20,7 +20,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from harness.benchmarks.tau2.adapter import Tau2Benchmark
 from harness.run import compose_job
 from harness.runner import resolve, run_job
-from harness.serving.models import serve_scripted
+from harness.serving.providers import serve
 
 
 def tau2_replay(n: int, bench: Tau2Benchmark, domain: str) -> float:
@@ -68,8 +68,9 @@ def main() -> None:
         fresh_db.enabled = False
     runs = Path(tempfile.mkdtemp(prefix="memdeliv-bench-"))
     cfg = compose_job(["model=oracle", f"benchmark.limit={args.tasks}"])
-    serve_scripted(cfg.model.name)  # tau2's own run_task below calls the oracle outside any job
-    bench = resolve(cfg).benchmark  # the job's adapter, built as every job builds it
+    serve(cfg.model.name)  # tau2's own run_task below calls the oracle outside any job
+    bench = resolve(cfg).adapter()  # the job's adapter, built as every job builds it
+    assert isinstance(bench, Tau2Benchmark)
     tasks = bench.tasks()
     tau2_replay(1, bench, "retail")  # warm both paths once
     ours(runs, "warm", "benchmark.limit=1", "concurrency=1")

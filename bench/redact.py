@@ -25,7 +25,8 @@ sys.path[:0] = [str(ROOT)]  # this checkout's harness, not whichever one is inst
 SAMPLE_MEMORY = ROOT / "strategies" / "samples" / "tau2_sample.jsonl"
 
 from harness.row import RESULTS, read_rows  # noqa: E402
-from harness.store import redact, redact_text  # noqa: E402
+from harness.secrets import redact_text  # noqa: E402
+from harness.store import redact  # noqa: E402
 
 # --- baseline: harness/store/run_store.py before the compiled redactor (every env var scanned for every string) ----
 _OLD_KEY = re.compile(r"(api[_-]?key|secret|password|passwd|authorization|access[_-]?token|auth[_-]?token|bearer)",

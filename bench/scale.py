@@ -25,11 +25,11 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.runner import executors
+from harness.runner import ray_executor
 from harness.benchmarks.tau2 import fresh_db
 from harness.run import compose_job
 from harness.runner import resolve, run_job
-from harness.serving.models import serve_scripted
+from harness.serving.providers import serve
 
 
 def load() -> str:
@@ -62,26 +62,26 @@ def threads_figure(args, runs: Path, task_id: str) -> None:
           f"(target >= 6.8x)", flush=True)
     if args.ray_latency:  # the same sweep with 8 episodes in flight as Ray tasks: their CPU spreads over processes
         ray_args = ["executor=ray", "executor.num_cpus=2", "executor.cpus_per_episode=0.25"]
-        executors.ray_up(compose_job(ray_args).executor)
+        ray_executor.ray_up(compose_job(ray_args).executor)
         try:
             timed(runs, "warm8", *ray_args, "benchmark.limit=8")
             ray8 = timed(runs, "r8", *ray_args, *same)
         finally:
-            executors.ray_down()
+            ray_executor.ray_down()
         print(f"  same sweep, executor=ray with 8 in flight (cpus_per_episode=0.25 on 2 CPUs): {ray8:.1f}s, "
               f"speed-up {one / ray8:.2f}x over threads concurrency 1", flush=True)
 
 
 def ray_figure(args, runs: Path) -> None:
     ray_args = ["executor=ray", "executor.num_cpus=2"]
-    executors.ray_up(compose_job(["executor=ray", "executor.num_cpus=2"]).executor)
+    ray_executor.ray_up(compose_job(["executor=ray", "executor.num_cpus=2"]).executor)
     try:
         timed(runs, "warm", *ray_args, "benchmark.limit=4")  # both workers import tau2 and build a job once
         same = [f"benchmark.limit={args.tasks}"]
         one = timed(runs, "p1", "concurrency=1", *same)
         two = timed(runs, "r2", *ray_args, *same)
     finally:
-        executors.ray_down()
+        ray_executor.ray_down()
     print(f"ray: {args.tasks} retail oracle tasks, CPU-bound (no model latency): one process -> {one:.1f}s, "
           f"Ray 2 workers -> {two:.1f}s, speed-up {one / two:.2f}x (target >= 1.8x on 2 cores)", flush=True)
 
@@ -95,9 +95,9 @@ def main() -> None:
     parser.add_argument("--ray-latency", action="store_true",
                         help="also run the latency sweep on Ray with 8 episodes in flight")
     args = parser.parse_args()
-    serve_scripted(compose_job(["model=oracle"]).model.name)
+    serve(compose_job(["model=oracle"]).model.name)
     runs = Path(tempfile.mkdtemp(prefix="memdeliv-scale-"))
-    task_id = resolve(compose_job(["model=oracle"])).benchmark.tasks()[0].id
+    task_id = resolve(compose_job(["model=oracle"])).adapter().tasks()[0].id
     timed(runs, "warm-threads", "benchmark.limit=1", "concurrency=1")  # imports and caches, off the clock
     print(f"before: {load()}", flush=True)
     if args.only != "ray":

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, cast
+import re
+from typing import Any, Callable, Dict, List, Mapping, Optional, TypeVar, cast
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf import MISSING, DictConfig, ListConfig, OmegaConf
 
-from harness.assembly.options import DEFAULT_PLACEMENT, DEFAULTS as ASSEMBLY_DEFAULTS, MAX_OBSERVATION_CHARS
+from harness.assembly.options import (DEFAULT_PLACEMENT, DEFAULTS as ASSEMBLY_DEFAULTS, MAX_OBSERVATION_CHARS,
+                                      PROMPT_CACHING)
+from harness.serving.faults import MAX_RETRIES, RETRY_BACKOFF_S
+from harness.settings import (BenchmarkSettings, EnvRef, ExecutorSettings, FrozenMap, JobSettings, ModelSettings,
+                              StrategySettings, freeze)
 
 CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "configs")  # Hydra's config folder
-TOOL_MODES = ("native", "prompted", "auto")
 
 
 @dataclass
@@ -22,17 +26,17 @@ class ModelConfig:
     api_key_env: Optional[str] = None  # name of the env var holding the key; the key itself is never stored
     user_name: Optional[str] = None  # user-simulator model; None = same as the agent model
     user_kwargs: Optional[Dict[str, Any]] = None  # None = same as kwargs
-    max_retries: int = 3
-    retry_backoff_s: float = 2.0
+    max_retries: int = MAX_RETRIES
+    retry_backoff_s: float = RETRY_BACKOFF_S
     scripted: bool = False  # scripted (fake) models get the task id through LiteLLM metadata
     tool_mode: str = "native"  # native | prompted (schemas in the system prompt, text replies) | auto
     gguf: Optional[str] = None  # GGUF file to serve locally (harness/serving/local_server.py); "bundled" = SmolLM2-135M
     n_ctx: int = 8192  # context size of the local server
     server_args: Dict[str, Any] = field(default_factory=dict)  # more llama_cpp.server flags, e.g. n_gpu_layers
-    profile: Optional[str] = None  # model=simulated only: strong | small (strategies/simulated_world.py)
+    profile: Optional[str] = None  # model=simulated only: strong | small (harness/scripted/simulated_world.py)
     world: Optional[str] = None  # model=simulated only: the artifact of `make simulated-memory`
     context_window: Optional[int] = None  # prompt + reply tokens; None = n_ctx (local) or LiteLLM's model info
-    prompt_caching: bool = True  # mark the stable prefix with cache_control where the provider needs it (Anthropic)
+    prompt_caching: bool = PROMPT_CACHING  # mark the stable prefix with cache_control where needed (Anthropic)
     # USD per 1M tokens, overriding LiteLLM's price map (a model it does not price, or a negotiated price);
     # in and out together, cached / cache_write default to in (strategies/prices.py, docs/cost.md)
     price_per_mtok_in: Optional[float] = None
@@ -112,15 +116,54 @@ class RunConfig:
     budget_usd: Optional[float] = None
 
 
-def job_memory(cfg: Any) -> Optional[str]:
-    """The memory artifact of this job: `memory_by_strategy[<strategy>]` when set, else `memory`."""
-    own = (cfg.get("memory_by_strategy") or {}).get(cfg.strategy.name)
-    return own or cfg.memory
+SECTIONS = {"model": ModelSettings, "strategy": StrategySettings, "benchmark": BenchmarkSettings,
+            "executor": ExecutorSettings}
+SCHEMAS = {ModelSettings: ModelConfig, StrategySettings: StrategyConfig, BenchmarkSettings: BenchmarkConfig,
+           ExecutorSettings: ExecutorConfig, JobSettings: RunConfig}  # tests/test_typed_middle.py: same fields
+_ENV_REF = re.compile(r"^\$\{oc\.env:([^,}]+)(?:,([^}]*))?\}$")
+S = TypeVar("S")
 
 
-def strategy_options(cfg: Any) -> dict[str, Any]:
-    """The job's strategy options as plain values, interpolations resolved."""
-    return cast(dict[str, Any], OmegaConf.to_container(cfg.strategy.options, resolve=True))
+def to_settings(cfg: DictConfig) -> JobSettings:
+    """The composed config of a job as its frozen settings: the one place a config node is read."""
+    resolved = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True))
+    raw = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=False))
+    parts: dict[str, Any] = {name: _section(kind, resolved[name], raw[name]) for name, kind in SECTIONS.items()}
+    return _section(JobSettings, resolved, raw, **parts)
+
+
+def section_settings(kind: type[S], values: Mapping[str, object] | DictConfig | ListConfig | None = None) -> S:
+    """One section's settings from its schema's defaults and `values` (scripts and tests that build a benchmark
+    or a model outside a sweep)."""
+    node = OmegaConf.merge(OmegaConf.structured(SCHEMAS[kind]), values or {})
+    return _section(kind, cast(dict[str, object], OmegaConf.to_container(node, resolve=True)),
+                    cast(dict[str, object], OmegaConf.to_container(node, resolve=False)))
+
+
+def snapshot_section(kind: type[S], values: Mapping[str, object]) -> S:
+    """One section's settings from a run's config snapshot (config.yaml), keys it no longer has left out."""
+    return section_settings(kind, {k: v for k, v in values.items() if k in kind.__dataclass_fields__})  # type: ignore[attr-defined]  # S is any settings dataclass
+
+
+def _section(kind: type[S], resolved: Mapping[str, object], raw: Mapping[str, object], **given: object) -> S:
+    names = [f for f in kind.__dataclass_fields__ if f not in given]  # type: ignore[attr-defined]  # S is any settings dataclass
+    return kind(**given, **{name: _value(resolved[name], raw[name]) for name in names})
+
+
+def _value(resolved: object, raw: object) -> object:
+    """A table keeps its `${oc.env:VAR}` values as references (read where they are used); the rest is frozen."""
+    return FrozenMap(cast(dict[str, object], _env_refs(resolved, raw))) if isinstance(resolved, dict) \
+        else freeze(resolved)
+
+
+def _env_refs(resolved: object, raw: object) -> object:
+    if isinstance(raw, str) and (m := _ENV_REF.match(raw)):
+        return EnvRef(m.group(1), m.group(2))
+    if isinstance(resolved, dict) and isinstance(raw, dict):
+        return {k: _env_refs(v, raw.get(k)) for k, v in resolved.items()}
+    if isinstance(resolved, list) and isinstance(raw, list) and len(resolved) == len(raw):
+        return [_env_refs(v, r) for v, r in zip(resolved, raw)]
+    return resolved
 
 
 def register_schemas() -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import Any
 
 from hydra.errors import MissingConfigException
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
@@ -37,11 +36,11 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-def _schema_keys(schema: Any) -> list[str]:
+def _schema_keys(schema: object) -> list[str]:
     return [f.name for f in dataclasses.fields(schema)] if dataclasses.is_dataclass(schema) else []
 
 
-def _expected(schema: Any, key: Any) -> str | None:
+def _expected(schema: object, key: object) -> str | None:
     """What the schema field `key` of dataclass `schema` takes, in words (None when it cannot tell)."""
     if not dataclasses.is_dataclass(schema):
         return None

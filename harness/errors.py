@@ -11,12 +11,13 @@ provider error ends as which label: harness/serving/provider_errors.py.
 from __future__ import annotations
 
 import traceback
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional, TextIO
 
 from harness.serving.faults import ContextOverflow, InfraError, RequestRejected
 
 if TYPE_CHECKING:
     from harness.row import RowLike
+    from strategies import Strategy
 
 INFRA = "infra"
 CONTEXT_OVERFLOW = "context_overflow"
@@ -46,7 +47,7 @@ class UserSimulatorError(RuntimeError):
     """
 
 
-def call_strategy(strategy: Any, phase: str, *args: Any) -> Any:
+def call_strategy(strategy: Strategy, phase: str, *args: object) -> Any:
     """strategy.<phase>(*args) (a member of the Strategy protocol, called by name), with any exception wrapped in
     StrategyError (the runner labels it "strategy")."""
     method = getattr(strategy, phase)  # dispatch, not a probe: every phase is a protocol member
@@ -102,7 +103,7 @@ class FailureTally:
         return {"errors": dict(sorted(self.errors.items())), "infra_errors": self.errors.get(INFRA, 0),
                 "failure_details": {k: v for k, v in self.details.items() if v}}
 
-    def warn(self, job: str, stream: Any = None) -> None:
+    def warn(self, job: str, stream: Optional[TextIO] = None) -> None:
         """A loud block on stderr when a strategy or the harness itself raised: these are bugs, not results."""
         import sys
 

@@ -18,20 +18,20 @@ import os
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from dataclasses import replace
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-from omegaconf import OmegaConf
 
 from harness.benchmarks.tau2.data import TaskSetError
 from harness.benchmarks.tau2.results_files import ImportedCell, ResultsFileError, read_results_file
 from harness.run import compose_job
 from harness.records import RowParts, build_row
 from harness.row import SCHEMA_VERSION
-from harness.runner.job import identity, job_key, slug
+from harness.runner import job_key
+from harness.runner.job import identity, slug
+from harness.settings import JobSettings, plain
 from harness.store import RunStore
-from strategies.atomic import write_text_atomic
+from foundation.atomic import write_text_atomic
 
 STRATEGY = "none"  # an imported file's agent ran without our memory
 
@@ -40,21 +40,20 @@ class ImportRefused(ValueError):
     pass
 
 
-def job_config(cell: ImportedCell, run: str, runs_dir: str, data_dir: str | None) -> Any:
-    """The job's config as `harness.run` would compose it, with the file's models, split and limits."""
-    cfg = compose_job([f"benchmark=tau2_{cell.domain}", f"strategy={STRATEGY}", "model=litellm", "memory=null",
-                       f"run_name={run}", f"runs_dir={runs_dir}"])
-    cfg.model.name, cfg.model.user_name = cell.agent_model, cell.user_model  # set here: no override grammar to escape
-    cfg.benchmark.split, cfg.benchmark.trials = cell.split, cell.trials
-    cfg.benchmark.max_steps, cfg.benchmark.max_errors = cell.max_steps, cell.max_errors
-    cfg.benchmark.data_dir = data_dir
-    return cfg
+def job_config(cell: ImportedCell, run: str, runs_dir: str, data_dir: str | None) -> JobSettings:
+    """The job's settings as `harness.run` would compose them, with the file's models, split and limits."""
+    s = compose_job([f"benchmark=tau2_{cell.domain}", f"strategy={STRATEGY}", "model=litellm", "memory=null",
+                     f"run_name={run}", f"runs_dir={runs_dir}"])
+    # set here: no override grammar to escape
+    return replace(s, model=replace(s.model, name=cell.agent_model, user_name=cell.user_model),
+                   benchmark=replace(s.benchmark, split=cell.split, trials=cell.trials, max_steps=cell.max_steps,
+                                     max_errors=cell.max_errors, data_dir=data_dir))
 
 
-def write_cell(cell: ImportedCell, file: Path, cfg: Any) -> tuple[Path, str, bool]:
+def write_cell(cell: ImportedCell, file: Path, cfg: JobSettings) -> tuple[Path, str, bool]:
     """Writes the cell into the run (True), or finds this very file already imported there (False); refuses a
     run that holds the cell from anything else (nothing written)."""
-    store, key = RunStore(Path(cfg.runs_dir) / cfg.run_name), job_key(cfg)
+    store, key = RunStore(Path(cfg.runs_dir) / str(cfg.run_name)), job_key(cfg)
     digest = hashlib.sha256(file.read_bytes()).hexdigest()
     held = sum(r.get("job") == key for r in store.read()) if store.results_path.exists() else 0
     if held:
@@ -64,7 +63,7 @@ def write_cell(cell: ImportedCell, file: Path, cfg: Any) -> tuple[Path, str, boo
             return store.root, key, False
         raise ImportRefused(f"run {store.root} already holds {key} ({held} records): import into another RUN=")
     source = {"file": str(file), "sha256": digest, "exported_by_memdeliv": cell.exported_by_memdeliv}
-    store.open_job(key, cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True)),
+    store.open_job(key, plain(cfg),
                    {**identity(cfg), "imported_from": str(file), "task_set": cell.task_set})
     common = {"schema": SCHEMA_VERSION, "run": cfg.run_name, "job": key, "benchmark": cfg.benchmark.name,
               "split": cell.split, "model": cell.agent_model, "user_model": cell.user_model, "strategy": STRATEGY,

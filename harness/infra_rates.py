@@ -27,7 +27,7 @@ CELL = ("benchmark", "split", "model", "placement", "context_policy", "answer_mo
 Counts = Mapping[str, tuple[int, int]]  # strategy label -> (infra episodes, episodes)
 
 
-def strategy_label(strategy: Any, variant: Optional[str] = None) -> str:
+def strategy_label(strategy: object, variant: Optional[str] = None) -> str:
     """`core_retrieval (top_k=3)`: a strategy with a variant of its options (a dose cell) is a strategy of its own."""
     return f"{strategy} ({variant})" if variant else str(strategy)
 
@@ -52,7 +52,7 @@ def where(values: Iterable[Any]) -> str:
     return "/".join(str(v) for v in values if _is_set(v))
 
 
-def _is_set(value: Any) -> bool:
+def _is_set(value: object) -> bool:
     try:
         return value is not None and value == value and value != ""  # value != value: a NaN (a missing column)
     except TypeError:  # pandas' NA has no truth value: missing too

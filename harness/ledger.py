@@ -23,8 +23,9 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 from harness.serving.model_client import ProviderStats, Usage, count_tokens, provider_stats
 import harness.usage as by_role
-from strategies import simulated_world
-from strategies.base import ModelCall, calls_to
+from harness.serving.providers import declared_provider
+from strategies import ModelCall
+from strategies.base import calls_to
 
 
 @dataclass(frozen=True)
@@ -47,14 +48,14 @@ class StepEntry:
 class MemoryTokenCounter:
     """Counts a delivered block once per distinct text (a `full` block is identical at every step).
 
-    The simulated model has no tokenizer of its own: its memory is counted as its world reads it (the gpt-4o
-    tokens of the block's bullet lines, strategies.simulated_world.block_tokens), so a step's memory tokens and
-    the planted formula's (the `[simulated: … memory_tokens=…]` tag) are one figure."""
+    A provider served here may count memory its own way (`Provider.memory_tokens`): the simulated model, which
+    has no tokenizer, counts it as its world reads it, so a step's memory tokens and its draw's are one figure."""
 
     def __init__(self, model: str):
         self.model = model
-        simulated = str(model).startswith(f"{simulated_world.PROVIDER}/")
-        self._count = simulated_world.block_tokens if simulated else partial(count_tokens, model)
+        served = declared_provider(model)
+        own = served.memory_tokens if served is not None else None
+        self._count = own if own is not None else partial(count_tokens, model)
         self._cache: dict[str, int] = {}
         self._lock = threading.Lock()
 
@@ -72,6 +73,9 @@ class Ledger:
     # (strategies.base.report_call), an online learner's update (`learning()`), or a role a plugin names
     calls: dict[str, list[Any]] = field(default_factory=dict)
     provider: ProviderStats = field(default_factory=ProviderStats)  # retries of every call of the episode
+    # memory-tool calls the agent step answered (harness/assembly/memory_calls.py): (ids given, an error?) each
+    memory_calls: list[tuple[tuple[str, ...], bool]] = field(default_factory=list)
+    memory_tools_offered: bool = False  # the row carries the memory-tool columns only when a tool was offered
     # told of each agent step as it is ledgered (the job's progress line, harness/runner/progress.py)
     on_step: Optional[Callable[[], None]] = field(default=None, repr=False, compare=False)
     role: str = "strategy"  # where report_call's calls go: the strategy's own, or `learning` after the episode
@@ -104,6 +108,16 @@ class Ledger:
         if role == "agent":
             raise ValueError("the agent's calls are steps: add_agent_step")
         self.calls.setdefault(role, []).append(usage)
+
+    def add_memory_call(self, ids: Iterable[str], *, error: bool) -> None:
+        self.memory_calls.append((tuple(ids), error))
+
+    def memory_tool_fields(self) -> dict[str, Any]:
+        if not self.memory_tools_offered:
+            return {}
+        return {"memory_tool_calls": len(self.memory_calls),
+                "memory_tool_errors": sum(error for _, error in self.memory_calls),
+                "memory_tool_ids": [list(ids) for ids, _ in self.memory_calls]}
 
     def add_user_call(self, usage: Usage) -> None:
         self.add_call("user", usage)
@@ -143,7 +157,7 @@ class Ledger:
                 "summarised_turns": sum(s.summarised_turns for s in steps),
                 "delivered": [list(s.delivered_ids) for s in steps],
                 "dropped": [sorted({*s.dropped_ids, *s.context_dropped_ids}) for s in steps],
-                "step_usage": self.step_rows(), **self.provider.fields()}
+                "step_usage": self.step_rows(), **self.memory_tool_fields(), **self.provider.fields()}
 
     def step_rows(self) -> list[dict[str, Any]]:
         rows = []

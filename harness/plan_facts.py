@@ -13,12 +13,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, cast
-
-from omegaconf import OmegaConf
+from dataclasses import replace
+from typing import Any
 
 from harness import benchmarks
-from harness.config import strategy_options
+from harness.settings import JobSettings, plain
 
 
 def gold_actions(text: str | None) -> int | None:
@@ -30,7 +29,7 @@ def gold_actions(text: str | None) -> int | None:
     return len(agent) if agent else len(lines)
 
 
-def facts(cfg: Any) -> dict[str, Any]:
+def facts(cfg: JobSettings) -> dict[str, Any]:
     bench = benchmarks.create(cfg.benchmark)
     bench.validate()
     tasks = list(bench.tasks())
@@ -43,22 +42,23 @@ def facts(cfg: Any) -> dict[str, Any]:
     train = None
     if cfg.benchmark.split != "train":
         try:
-            node = OmegaConf.merge(cfg.benchmark, {"split": "train", "limit": None, "task_ids": None})
+            node = replace(cfg.benchmark, split="train", limit=None, task_ids=None)
             train = len(list(benchmarks.create(node).tasks()))
         except Exception:  # a benchmark without a train split
             train = None
     else:
         train = len(tasks)
     bench.close()
-    model = cast(dict[str, Any], OmegaConf.to_container(cfg.model, resolve=True))
+    model = plain(cfg.model)
     return {"benchmark": cfg.benchmark.name, "split": cfg.benchmark.split, "trials": cfg.benchmark.trials,
             "max_steps": cfg.benchmark.max_steps, "placement": cfg.benchmark.placement,
-            "judge_model": cfg.benchmark.get("judge_model"), "needs_judge": bool(bench.needs_judge()),
+            "judge_model": cfg.benchmark.judge_model, "needs_judge": bool(bench.needs_judge()),
             "model": {k: model.get(k) for k in ("name", "user_name", "price_per_mtok_in", "price_per_mtok_out",
                                                 "price_per_mtok_cached", "price_per_mtok_cache_write")
                       if k in model},
-            "strategy_options": strategy_options(cfg),
-            "memory": cfg.get("memory"), "tasks": [str(t.id) for t in tasks], "gold_actions": gold,
+            "strategy_options": cfg.strategy_options(),
+            "memory": cfg.memory, "memory_by_strategy": dict(cfg.memory_by_strategy),
+            "tasks": [str(t.id) for t in tasks], "gold_actions": gold,
             "train_tasks": train}
 
 

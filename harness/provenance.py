@@ -14,9 +14,16 @@ record (`memory_provenance`), so the analysis reads it from the run files.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Protocol, Sequence
 
-from strategies.memory_file import learned_from, task_ids_sha256  # noqa: F401  (re-exported)
+from harness.settings import JobSettings
+
+
+class Tasks(Protocol):
+    """What the check needs of a benchmark (the Benchmark protocol's `tasks`; this layer sits below it)."""
+
+    def tasks(self) -> Sequence[Any]: ...
+
 
 IN_SAMPLE = "IN-SAMPLE"
 UNKNOWN = "unknown provenance"
@@ -79,7 +86,7 @@ def check_ground_truth(split: str, what: str) -> None:
                               f"benchmark.split={split}")
 
 
-def job_provenance(cfg: Any, bench: Any, memory: str | None, *, uses_memory: bool, ground_truth: bool
+def job_provenance(s: JobSettings, bench: Tasks, memory: str | None, *, uses_memory: bool, ground_truth: bool
                    ) -> str | None:
     """The label of this job's rows: None when it uses no memory artifact; raises ProvenanceError (in-sample
     without allow_in_sample, or ground truth off the train split). `memory`: the job's artifact (memory=, or
@@ -88,10 +95,10 @@ def job_provenance(cfg: Any, bench: Any, memory: str | None, *, uses_memory: boo
     import strategies
 
     if ground_truth:
-        check_ground_truth(cfg.benchmark.split, f"strategy {cfg.strategy.name!r}")
-    memory = (cfg.strategy.options or {}).get("playbook") or memory  # ACE's own playbook option wins over memory=
+        check_ground_truth(s.benchmark.split, f"strategy {s.strategy.name!r}")
+    memory = s.strategy.options.get("playbook") or memory  # ACE's own playbook option wins over memory=
     if not memory or not uses_memory:
         return None
     _, meta = strategies.load_memory(memory)
-    return check_use(meta, str(cfg.benchmark.name), [t.id for t in bench.tasks()],
-                     bool(cfg.get("allow_in_sample", False)), memory=str(memory), split=str(cfg.benchmark.split))
+    return check_use(meta, s.benchmark.name, [t.id for t in bench.tasks()], s.allow_in_sample, memory=str(memory),
+                     split=s.benchmark.split)

@@ -1,5 +1,5 @@
 """What one episode gives the runner: an `EpisodeRecord` (its row of results.jsonl) and a `Trajectory` (the
-episode as strategies see it: strategies.Trajectory, re-exported here), returned together by every
+episode as strategies see it: strategies.base.Trajectory), returned together by every
 benchmark's `run_episode` (harness/benchmarks/protocol.py). The runner hands the trajectory to online learners
 and never stores it; the benchmark has already written its own trajectory file.
 
@@ -14,10 +14,10 @@ loop as one `Outcome`, whatever ran it (a thread, a Ray worker, the budget gate)
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Optional, Union
+from typing import Any, Callable, Literal, Mapping, Optional, Union
 
 from harness.row import Row
-from strategies.base import Trajectory  # re-exported: the type run_episode returns beside the record
+from strategies import Trajectory
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,23 @@ class EpisodeRecord:
 
 
 EPISODE_FIELDS = ("task_id", "success", "reward", "termination", "error", "error_detail", "wall_s", "task_text")
+
+
+# Why an episode did not run, or a job ended before its last episode: budget_usd reached; the provider refused
+# the job (bad key, unknown model: nothing recorded for it); its first episodes could not reach the provider
+# (harness/runner/reach.py: recorded, as infra); Ctrl-C. Every rerun of the job resumes where it stopped.
+StopReason = Literal["budget", "provider_unusable", "provider_unreachable", "interrupted"]
+
+
+@dataclass(frozen=True)
+class Stop:
+    """The one form of a stop: the episode's Outcome carries it, and the job's summary and manifest say it."""
+
+    reason: StopReason
+    detail: str
+
+    def facts(self) -> dict[str, str]:
+        return {"reason": self.reason, "detail": self.detail}
 
 
 @dataclass(frozen=True)
@@ -99,19 +116,18 @@ def build_row(parts: RowParts) -> Row:
 @dataclass(frozen=True)
 class Outcome:
     """What became of one (task, trial), through every executor: its row (a failure is a row too, labelled by
-    harness.errors), or a stop, or nothing run.
+    harness.errors), or a stop and nothing recorded.
 
     trajectory: for an online learner (never stored; None when the episode produced none, or ran on Ray);
-    payload: a Ray worker's trajectory file, which the driver writes; stop: the provider is unusable (bad key,
-    unknown model), so the job stops and nothing is recorded; held: budget_usd held the episode back;
-    unreachable: the endpoint an infra episode could not connect to after its retries (harness/runner/reach.py)."""
+    payload: a Ray worker's trajectory file, which the driver writes; stop: why the episode did not run (the
+    budget held it back, or the provider is unusable); unreachable: the endpoint an infra episode could not
+    connect to after its retries (harness/runner/reach.py decides whether the job stops)."""
 
     row: Optional[Row] = None
     parts: Optional[RowParts] = None  # what `row` was built from (a learner's row: built again with its update)
     trajectory: Optional[Trajectory] = None
     payload: Optional[bytes] = field(default=None, repr=False)
-    stop: Optional[str] = None
-    held: bool = False
+    stop: Optional[Stop] = None
     unreachable: Optional[str] = None
 
 

@@ -1,10 +1,10 @@
 """What a row of results.jsonl is: one episode, typed. The one definition of the schema version, of every field
 name and of their order on disk, and the one reader of the file.
 
-The runner builds a `Row` from the job's fields, the benchmark's `EpisodeRecord` and the strategy's facts; only
-the store writes it (`to_json`) and reads it back (`read_rows`), and so do the budget, the infra-balance line,
-the online replay and analysis's loader, through the store or this reader. The table in docs/running.md lists
-every field (tests/test_row.py checks both ways).
+A row is built by one function, harness/records.py `build_row`, and never edited; only the store writes it
+(`to_json`) and reads it back (`read_rows`), and so do the budget, the infra-balance line, the online replay and
+analysis's loader, through the store or this reader. The table in docs/running.md lists every field
+(tests/test_row.py checks both ways).
 
 A frozen stdlib dataclass, not a pydantic model: analysis imports this module (plain definitions only, like
 harness/assembly/options.py) without loading the harness or a validation library, and every writer is our own
@@ -22,7 +22,7 @@ told by its place in the line) are read by `_from_schema_1`, so run directories 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterable, Mapping, Optional, TypeVar, Union, cast
 
@@ -96,6 +96,9 @@ class Row:
     delivered: Maybe[list] = UNSET
     dropped: Maybe[list] = UNSET
     step_usage: Maybe[list] = UNSET
+    memory_tool_calls: Maybe[int] = UNSET  # only when the strategy offered a memory tool (docs/memory-tools.md)
+    memory_tool_errors: Maybe[int] = UNSET
+    memory_tool_ids: Maybe[list] = UNSET
     wall_s: Maybe[Optional[float]] = UNSET
     task_text: Maybe[str] = UNSET
     # a benchmark's own columns: τ² (harness/benchmarks/tau2/adapter.py), AppWorld (appworld/adapter.py)
@@ -117,6 +120,7 @@ class Row:
     cited_steps: Maybe[int] = UNSET
     episodes_seen: Maybe[int] = UNSET
     memory_size: Maybe[int] = UNSET
+    control_arm: Maybe[str] = UNSET  # `placebo:<reference>` or `protocol_only` (docs/controls.md)
     strategy_extra: Mapping[str, Any] = field(default_factory=dict)  # a plugin strategy's facts
     # where the row came from and when
     reflection_rerun: Maybe[int] = UNSET  # retries.jsonl only: an online learner's re-run of the episode
@@ -211,7 +215,7 @@ class Row:
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.get(name, UNSET) is not UNSET
 
-    def get(self, name: str, default: Any = None) -> Any:
+    def get(self, name: str, default: object = None) -> Any:
         """A field, a role's figure by its schema-1 column (`user_cost_usd`), or an extra column by name,
         `default` when the row does not have it (as dict.get)."""
         if name in COLUMNS:
@@ -235,14 +239,6 @@ class Row:
     def attempt_number(self) -> int:
         """1 for a first record (and for rows written before `attempt` existed)."""
         return int(self.get("attempt", 1))
-
-    def with_columns(self, columns: Mapping[str, Any], extra: str) -> "Row":
-        """The row with more columns: declared names set their field, others join `extra` (an owner's bucket)."""
-        declared = {k: v for k, v in columns.items() if k in COLUMNS}
-        rest = {k: v for k, v in columns.items() if k not in declared}
-        if rest:
-            declared[extra] = {**getattr(self, extra), **rest}
-        return replace(self, **declared) if declared else self
 
 
 EXTRAS = ("benchmark_extra", "strategy_extra", "learner_extra")

@@ -8,39 +8,39 @@ multirun.yaml nor our config snapshot can hold them.
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 import sys
 from datetime import datetime
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HYDRA_FULL_ERROR", "0")
 
 import hydra
 from hydra import compose, initialize_config_dir
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import OverrideParseException
 from omegaconf import DictConfig, OmegaConf
 
 import strategies
-from harness.assembly import options as assembly_options
 from harness import benchmarks, secrets
-from harness.config import (CONFIG_DIR, TOOL_MODES, job_memory, register_plugin_benchmarks,
-                             register_plugin_strategies, register_schemas, strategy_options)
+from foundation.terminal import wrap
+from harness.checks import ConfigError, claim, park, prepare
+from harness.config import (CONFIG_DIR, register_plugin_benchmarks, register_plugin_strategies, register_schemas,
+                            to_settings)
+from harness.settings import JobSettings
+
+if TYPE_CHECKING:
+    from harness.runner import Job
 
 _OVERRIDE = re.compile(r"^(\+{0,2})([\w.\-]+)=(.+)$")
 
 
-class ConfigError(ValueError):
-    pass
-
-
 def fail(message: str) -> None:
-    print(f"memdeliv: config error: {message}", file=sys.stderr)
+    print(wrap(f"memdeliv: config error: {message}"), file=sys.stderr)  # one message, continuation lines indented
     raise SystemExit(2)
 
 
@@ -60,16 +60,10 @@ def protect_secrets(overrides: list[str]) -> list[str]:
 
 
 def expand_sweeps(overrides: list[str]) -> list[list[str]]:
-    """One override list per job of a multirun (choice sweeps: a,b,c)."""
+    """One override list per job of a multirun, by Hydra's own expansion (its basic sweeper's, the one that
+    launches them), so the jobs checked are the jobs Hydra runs."""
     parsed = OverridesParser.create().parse_overrides(overrides=overrides)
-    axes: list[list[str]] = []
-    for override in parsed:
-        key = override.get_key_element()
-        if override.is_sweep_override():
-            axes.append([f"{key}={v}" for v in override.sweep_string_iterator()])
-        else:
-            axes.append([str(override.input_line)])
-    return [list(combo) for combo in itertools.product(*axes)] or [[]]
+    return [list(job) for batch in BasicSweeper.split_arguments(parsed, None) for job in batch] or [[]]
 
 
 def with_config_sweeps(overrides: list[str]) -> list[str]:
@@ -88,121 +82,12 @@ def with_config_sweeps(overrides: list[str]) -> list[str]:
     return overrides + [f"{k}={v}" for k, v in params.items() if k.lstrip("+~") not in given]
 
 
-def check_job(cfg: DictConfig, sweep: list[str] | None = None) -> None:
-    """Semantic checks Hydra's type validation cannot do; all before anything is written. `sweep`: the
-    strategies of the whole sweep (their options are not typos for this job's strategy). The job is resolved
-    here (harness/runner/job.py: its benchmark validated, its memory's provenance checked) and parked for the
-    launch that follows, which runs that very Job."""
-    from harness.runner import executors  # harness.runner (LiteLLM's seconds of import) only once the cheap checks pass
-
-    try:
-        executors.check_options(cfg.executor)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    if cfg.strategy.name not in strategies.available():
-        raise ConfigError(f"unknown strategy {cfg.strategy.name!r}; available: {', '.join(strategies.available())}")
-    try:  # a strategy checks its own options (names, types, ranges) through its validate_options hook
-        strategies.validate_options(cfg.strategy.name, strategy_options(cfg),
-                                    sweep or [cfg.strategy.name])
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(f"strategy.options: {exc}") from None
-    try:
-        assembly_options.check(cfg.benchmark.placement, cfg.benchmark.context_policy, cfg.benchmark.answer_mode,
-                               placements=benchmarks.adapter_class(str(cfg.benchmark.name)).placements)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    for field in ("trials", "concurrency"):
-        node = cfg.benchmark if field == "trials" else cfg
-        if node[field] < 1:
-            raise ConfigError(f"{field} must be >= 1, got {node[field]}")
-    if cfg.benchmark.limit is not None and cfg.benchmark.limit < 1:
-        raise ConfigError(f"benchmark.limit must be >= 1, got {cfg.benchmark.limit}")
-    check_memory_by_strategy(cfg)
-    memory = job_memory(cfg)
-    if memory and not Path(memory).is_file():
-        raise ConfigError(f"memory file not found: {memory}")
-    if memory:
-        strategies.load_memory(memory)  # a malformed artifact fails here with file:line
-    from harness.runner import resolve
-
-    try:  # the benchmark's validate(); memory learned from these tasks, or labels off train: refused
-        bench = resolve(cfg, park=True).benchmark
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    if cfg.model.tool_mode not in TOOL_MODES:
-        raise ConfigError(f"model.tool_mode={cfg.model.tool_mode!r}; valid: {', '.join(TOOL_MODES)}")
-    if cfg.model.gguf:
-        from harness.serving.local_server import LocalServerError, resolve_gguf, runtime_available
-
-        if not runtime_available():
-            raise ConfigError("model.gguf is set but llama-cpp-python is not installed: run `make setup`")
-        try:
-            resolve_gguf(cfg.model.gguf)
-        except LocalServerError as exc:
-            raise ConfigError(f"model.gguf: {exc}") from None
-    if cfg.model.name.startswith("memdeliv-simulated/"):
-        from strategies import simulated_world as world
-
-        try:
-            world.profile(cfg.model.profile or "")
-            world.load_world(cfg.model.world or "")
-        except (world.WorldError, ValueError) as exc:
-            raise ConfigError(str(exc)) from None
-    if cfg.model.api_key_env and not os.environ.get(cfg.model.api_key_env):
-        raise ConfigError(f"model.api_key_env={cfg.model.api_key_env} but that variable is not set")
-    from harness.serving.credentials import ModelCheckError, check_models
-
-    try:  # every model of the job (agent, user simulator, judge): routable, and its key in the environment
-        check_models(cfg, judge_used=bench.needs_judge())
-    except ModelCheckError as exc:
-        raise ConfigError(str(exc)) from None
-    check_prices(cfg, judge_used=bench.needs_judge())
-
-
-def check_prices(cfg: DictConfig, judge_used: bool) -> None:
-    """model.price_per_mtok_* well formed; with budget_usd, every model of the job priced (LiteLLM's map or the
-    override), docs/cost.md. Any executor: the budget admits episodes in this process, Ray's too."""
-    from strategies import prices
-
-    try:
-        prices.check_override(cfg.model)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    budget = cfg.get("budget_usd")
-    if budget is None:
-        return
-    if not budget > 0:
-        raise ConfigError(f"budget_usd must be > 0 (USD), got {budget}")
-    models = {cfg.model.name: cfg.model, cfg.model.user_name or cfg.model.name: None}
-    if judge_used and cfg.benchmark.get("judge_model"):
-        models.setdefault(cfg.benchmark.judge_model, None)
-    for name in models:
-        override = cfg.model if name == cfg.model.name else None
-        if prices.price_of(name, override) is None:
-            raise ConfigError(f"budget_usd is set but {name} has no price in LiteLLM's map, so spending could not "
-                              "be counted: give model.price_per_mtok_in and model.price_per_mtok_out")
-
-
-def check_memory_by_strategy(cfg: DictConfig) -> None:
-    """memory_by_strategy: known strategy names, every entry given (an experiment may demand one with ???),
-    and ACE's entry an ACE playbook learned by `make ace`, never a plain guideline file."""
-    table = cfg.get("memory_by_strategy") or {}
-    for name in table:
-        if name not in strategies.available():
-            raise ConfigError(f"memory_by_strategy.{name}: unknown strategy; available: "
-                              f"{', '.join(strategies.available())}")
-        if OmegaConf.is_missing(table, name):
-            raise ConfigError(f"memory_by_strategy.{name} must be set (this experiment gives {name!r} its own "
-                              f"memory): pass memory_by_strategy.{name}=<path>")
-    own = table.get("ace") if "ace" in table else None
-    if own and cfg.strategy.name == "ace":
-        from strategies.ace.playbook import KIND, artifact_kind
-
-        if not Path(own).is_file():
-            raise ConfigError(f"memory file not found: memory_by_strategy.ace={own}")
-        if artifact_kind(own) != KIND:
-            raise ConfigError(f"memory_by_strategy.ace={own} is not an ACE playbook (_meta.kind {KIND!r}); "
-                              "learn one with `make ace` on train")
+def check_job(s: JobSettings, sweep: list[str] | None = None) -> Job:
+    """Every check of one job, before anything is written (harness/checks.py); the job it resolved is parked for
+    the launch that follows, which runs that very Job."""
+    job = prepare(s, sweep)
+    park(s, job)
+    return job
 
 
 def register_plugins() -> None:
@@ -213,13 +98,13 @@ def register_plugins() -> None:
                                lambda name: benchmarks.adapter_class(name).default_placement)
 
 
-def compose_job(overrides: list[str]) -> DictConfig:
-    """One job's config exactly as the CLI composes it (for scripts and tests that call run_job)."""
+def compose_job(overrides: list[str]) -> JobSettings:
+    """One job's settings exactly as the CLI composes them (for scripts and tests that call run_job)."""
     register_plugins()
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
-            return compose(config_name="config", overrides=list(overrides))
+            return to_settings(compose(config_name="config", overrides=list(overrides)))
     finally:
         GlobalHydra.instance().clear()
 
@@ -229,16 +114,16 @@ def validate(job_overrides: list[list[str]]) -> None:
 
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
-        cfgs = []
+        jobs = []
         for overrides in job_overrides:
             try:
-                cfgs.append(compose(config_name="config", overrides=overrides))
+                jobs.append(to_settings(compose(config_name="config", overrides=overrides)))
             except Exception as exc:  # Hydra / OmegaConf composition and type errors: one line, key and type
                 fail(describe(exc))
-        sweep = sorted({cfg.strategy.name for cfg in cfgs})  # an option one of them takes is no typo for the rest
-        for cfg in cfgs:
+        sweep = sorted({s.strategy.name for s in jobs})  # an option one of them takes is no typo for the rest
+        for s in jobs:
             try:
-                check_job(cfg, sweep)
+                check_job(s, sweep)
             except ConfigError as exc:
                 fail(str(exc))
             except strategies.MemoryFileError as exc:
@@ -251,18 +136,24 @@ def validate(job_overrides: list[list[str]]) -> None:
 @hydra.main(config_path="../configs", config_name="config", version_base=None)
 def _job(cfg: DictConfig) -> Any:
     from harness.serving.faults import ProviderUnusable
-    from harness.runner import job_key, run_job
+    from harness.runner import run_job
     from harness.store import RunStoreError
 
+    job = claim(to_settings(cfg))
     try:
-        summary = run_job(cfg)
+        summary = run_job(job)
     except RunStoreError as exc:  # the job is running elsewhere, or the run holds another setup: nothing written
         print(f"memdeliv: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    except ProviderUnusable as exc:  # bad key / unknown model / no route to the provider: every episode would fail
-        print(f"memdeliv: stopped {job_key(cfg)}: {exc}. Episodes recorded so far stay; after the fix, rerun with "
-              f"run_name={cfg.run_name} to resume", file=sys.stderr)
-        raise SystemExit(2) from None
+    except ProviderUnusable as exc:  # before any episode ran (building the strategy, replaying its updates)
+        summary = {"job": job.key, "stopped": {"reason": "provider_unusable", "detail": str(exc)}}
+    stop = summary.get("stopped") or {}
+    if stop.get("reason") in ("provider_unusable", "provider_unreachable", "interrupted"):
+        why = "interrupted" if stop["reason"] == "interrupted" else stop["detail"]
+        print(f"memdeliv: stopped {summary['job']}: {why}. Episodes recorded so far stay; "
+              f"{'' if stop['reason'] == 'interrupted' else 'after the fix, '}rerun with run_name={job.run_name} "
+              "to resume", file=sys.stderr)
+        raise SystemExit(130 if stop["reason"] == "interrupted" else 2)  # a budget's stop ends the job as usual
     report_job(summary)
     return summary
 
@@ -270,13 +161,13 @@ def _job(cfg: DictConfig) -> Any:
 def report_job(summary: dict[str, Any]) -> None:
     """The end-of-job line, and a warning when this model's strategies have different infra rates so far."""
     errors = ", ".join(f"{label} {n}" for label, n in summary["errors"].items()) or "none"
-    # two lines, each within a terminal's 160 columns for a usual job key and run directory
-    print(f"memdeliv: {summary['job']}: ran {summary['ran']}, resumed past {summary['skipped']} -> "
-          f"{summary['run_dir']}\n  errors: {errors} (each a failed episode, infra too: tau2-bench's leaderboard "
-          f"convention); infra rerun from before {summary.get('infra_rerun', 0)}; provider retries "
-          f"{summary.get('retried', 0)}")
+    # two lines, each wrapped to a terminal's 160 columns
+    print(wrap(f"memdeliv: {summary['job']}: ran {summary['ran']}, resumed past {summary['skipped']} -> "
+               f"{summary['run_dir']}\n  errors: {errors} (each a failed episode, infra too: tau2-bench's leaderboard "
+               f"convention); infra rerun from before {summary.get('infra_rerun', 0)}; provider retries "
+               f"{summary.get('retried', 0)}", "    "))
     if warning := summary.get("infra_warning"):
-        print(f"memdeliv: warning: {warning}", file=sys.stderr)
+        print(wrap(f"memdeliv: warning: {warning}"), file=sys.stderr)
 
 
 def checked_command(argv: list[str]) -> tuple[list[str], list[str]]:

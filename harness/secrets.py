@@ -97,11 +97,11 @@ def is_secret_env(name: str) -> bool:
     return name in _known_envs or bool(_SECRET_ENV.search(name))
 
 
-def redact_file(path: Any) -> None:
+def redact_file(path: str | os.PathLike[str]) -> None:
     """Rewrite a log written by another process (e.g. the local model server) without known secrets."""
     from pathlib import Path
 
-    from strategies.atomic import write_text_atomic
+    from foundation.atomic import write_text_atomic
 
     path = Path(path)
     if path.is_file():
@@ -111,14 +111,14 @@ def redact_file(path: Any) -> None:
             write_text_atomic(path, clean)
 
 
-def register_value(*values: Any) -> None:
+def register_value(*values: object) -> None:
     new = {v for v in values if isinstance(v, str) and len(v) >= MIN_SECRET_LEN and not v.startswith("${")}
     if new - _known_values:
         with _lock:
             _known_values.update(new)
 
 
-def learn_from_config(node: Any, key: str = "") -> None:
+def learn_from_config(node: object, key: str = "") -> None:
     """Register every `*api_key_env` variable and every value under a secret key (is_secret_key) in a config."""
     if isinstance(node, dict):
         for k, v in node.items():

@@ -9,6 +9,8 @@ from strategies.base import (
     Delivery,
     Embedder,
     Guideline,
+    MemoryTool,
+    MemoryToolError,
     ModelCall,
     StepView,
     Strategy,
@@ -23,7 +25,8 @@ from strategies.registry import (StrategyContext, UnknownStrategy, available, cr
                                  strategy_class, uses_ground_truth, uses_memory, validate_options)
 
 __all__ = [
-    "EMPTY", "Delivery", "Embedder", "Guideline", "ModelCall", "StepView", "Strategy", "StrategyBase", "TaskView",
+    "EMPTY", "Delivery", "Embedder", "Guideline", "MemoryTool", "MemoryToolError", "ModelCall", "StepView",
+    "Strategy", "StrategyBase", "TaskView",
     "Trajectory", "render_guidelines", "report_call", "MemoryFileError", "load_memory", "save_memory",
     "StrategyContext", "UnknownStrategy", "available", "create", "known_options", "register", "strategy_class",
     "uses_ground_truth", "uses_memory", "validate_options",

@@ -63,9 +63,33 @@ class Trajectory:
     episode: str | None = None  # "<task_id>#<trial>" from the runner: lets a learner apply each episode once
 
 
+class MemoryToolError(ValueError):
+    """A memory-tool call the strategy cannot answer (bad arguments): the agent reads the message as a tool error."""
+
+
+@dataclass(frozen=True)
+class MemoryTool:
+    """A tool the agent may call to pull memory (on_demand's `recall_guidelines`). The agent step offers it beside
+    the benchmark's tools and answers a call itself with `answer(arguments)`: the benchmark never sees the call
+    (docs/memory-tools.md). `parameters` is the JSON schema of the arguments (an object); the step checks its
+    `required` names and `string` types before calling `answer`, which may raise MemoryToolError for the rest.
+    The answer is a Delivery: its text is what the agent reads, its guidelines are the ids it was given."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    answer: Callable[[Mapping[str, Any]], "Delivery"] = field(compare=False, repr=False)
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI function schema, as benchmark tools are offered."""
+        return {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                 "parameters": dict(self.parameters)}}
+
+
 @dataclass(frozen=True)
 class Delivery:
-    """What a strategy hands the agent for one step: the guidelines and their rendered text."""
+    """What a strategy hands the agent for one step: the guidelines and their rendered text, and the memory tools
+    the agent may call at this step."""
 
     guidelines: tuple[Guideline, ...] = ()
     text: str = ""
@@ -73,6 +97,7 @@ class Delivery:
     # The same memory refitted to a smaller token budget by the strategy's own priorities; the request
     # assembly calls it when the whole request would overflow the model's window. None: not refittable.
     refit: Optional[Callable[[int], "Delivery"]] = field(default=None, compare=False, repr=False)
+    tools: tuple[MemoryTool, ...] = field(default=(), compare=False)
 
     @property
     def ids(self) -> list[str]:
@@ -138,12 +163,11 @@ class Strategy(Protocol):
 
     def deliver(self, task: TaskView, step: StepView) -> Delivery: ...
 
-    def update(self, trajectory: Trajectory) -> None: ...
-
     def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
               samples: Optional[int] = None) -> Mapping[str, Any]:
-        """An online learner's update after one episode (default: `update(trajectory)`); `rerun` and `gold` for
-        ACE's reflect-and-retry (harness/runner/reflect_and_retry.py). Returns facts for the episode's row."""
+        """An online learner's update after one episode (default: nothing learned), and the replay of one lost to
+        a crash (harness/runner/online_replay.py, without rerun or gold); `rerun` and `gold` for ACE's
+        reflect-and-retry (harness/runner/reflect_and_retry.py). Returns facts for the episode's row."""
 
     def for_trial(self, trial: int) -> "Strategy":
         """The strategy trial `trial` sees: an online learner keeps one stream per trial (default: itself)."""
@@ -196,12 +220,8 @@ class StrategyBase:
     def build(self, trajectories: Sequence[Trajectory]) -> None:
         return None
 
-    def update(self, trajectory: Trajectory) -> None:
-        return None
-
     def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
               samples: Optional[int] = None) -> Mapping[str, Any]:
-        self.update(trajectory)
         return {}
 
     def for_trial(self, trial: int) -> "StrategyBase":
@@ -257,12 +277,16 @@ def render_guidelines(guidelines: Sequence[Guideline], title: str = "Learned gui
     `note` (e.g. how many were omitted to fit a budget) goes inside the block, after the bullets."""
     if not guidelines and not note:
         return ""
-    lines = [f"<{_tag(title)}>", f"{title} from earlier tasks (follow them when they apply):"]
-    lines += [f"- [{g.id}] {g.text}" for g in guidelines]
-    if note:
-        lines.append(note)
-    lines.append(f"</{_tag(title)}>")
-    return "\n".join(lines)
+    return memory_frame([f"- [{g.id}] {g.text}" for g in guidelines] + ([note] if note else []), title)
+
+
+INSTRUCTION = "from earlier tasks (follow them when they apply):"  # the memory instruction, after the block's title
+
+
+def memory_frame(lines: Sequence[str] = (), title: str = "Learned guidelines") -> str:
+    """The memory header and instruction around `lines`: with none, what `protocol_only` delivers (the frame
+    `full` wraps its guidelines in, no guideline)."""
+    return "\n".join([f"<{_tag(title)}>", f"{title} {INSTRUCTION}", *lines, f"</{_tag(title)}>"])
 
 
 def _tag(title: str) -> str:

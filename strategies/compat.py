@@ -1,5 +1,6 @@
 """Strategies written against the protocol before its capabilities were declared, fitted once when the registry
-loads them: a plain factory function, or a class with `create(ctx)` that does not inherit `StrategyBase`.
+loads them: a plain factory function, a class with `create(ctx)` that does not inherit `StrategyBase`, or one
+that learns in `update(trajectory)`, the member `learn` replaced (it is called as the strategy's `learn`).
 
 This is the one place that reads the old, optional shape (attributes a strategy might have). What it builds
 is given `StrategyBase`'s defaults for the members it lacks, so the harness calls every capability plainly.
@@ -39,13 +40,22 @@ class LegacyFactory:
         return fitted(self._create(ctx))
 
 
+def learns_by_update(obj: Any) -> bool:
+    """An old strategy (class or instance) whose update is `update(trajectory)`: it has one and no `learn` of its
+    own (StrategyBase's default learns nothing)."""
+    cls = obj if isinstance(obj, type) else type(obj)
+    own_learn = getattr(cls, "learn", None)
+    return callable(getattr(cls, "update", None)) and own_learn in (None, StrategyBase.learn)
+
+
 def fitted(built: Any) -> Strategy:
     """`built` itself when it implements the whole protocol, else wrapped with the defaults it lacks; a clear
-    TypeError when it has not even build/deliver/update."""
-    if isinstance(built, (StrategyBase, Strategy)):
+    TypeError when it has not even build/deliver and a way to learn (learn, or the old update)."""
+    if isinstance(built, (StrategyBase, Strategy)) and not learns_by_update(built):
         return cast(Strategy, built)  # a StrategyBase subclass writes deliver()
-    if not all(callable(getattr(built, m, None)) for m in ("build", "deliver", "update")):
-        raise TypeError(f"{type(built).__name__} does not implement the Strategy protocol (build/deliver/update); "
+    if not all(callable(getattr(built, m, None)) for m in ("build", "deliver")) or \
+            not any(callable(getattr(built, m, None)) for m in ("learn", "update")):
+        raise TypeError(f"{type(built).__name__} does not implement the Strategy protocol (build/deliver/learn); "
                         "inherit strategies.StrategyBase and write deliver()")
     return LegacyStrategy(built)
 
@@ -74,20 +84,17 @@ class LegacyStrategy:
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
         return self.inner.deliver(task, step)
 
-    def update(self, trajectory: Trajectory) -> None:
-        self.inner.update(trajectory)
-
     def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
               samples: Optional[int] = None) -> Mapping[str, Any]:
-        own = getattr(self.inner, "learn", None)
-        if own is None:
+        if learns_by_update(self.inner):
             self.inner.update(trajectory)
             return {}
-        return own(trajectory, rerun, gold, samples) or {}
+        return self.inner.learn(trajectory, rerun, gold, samples) or {}
 
     def for_trial(self, trial: int) -> Strategy:
         own = getattr(self.inner, "for_trial", None)
-        return fitted(own(trial)) if own is not None else self
+        view = own(trial) if own is not None else self.inner
+        return self if view is self.inner else fitted(view)
 
     def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
         own = getattr(self.inner, "record_facts", None)
@@ -95,4 +102,5 @@ class LegacyStrategy:
 
     def applied_episodes(self) -> Optional[frozenset[str]]:
         own = getattr(self.inner, "applied_episodes", None)
-        return frozenset(own()) if own is not None else None
+        applied = own() if own is not None else None
+        return frozenset(applied) if applied is not None else None

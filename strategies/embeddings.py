@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from strategies.atomic import write_bytes_atomic
+from foundation.atomic import write_bytes_atomic
 from strategies.base import Embedder
 from strategies.prices import report_usage, usage_counts
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from strategies.artifact_rows import MemoryFileError, read_rows  # MemoryFileError: still importable from here
-from strategies.atomic import write_text_atomic
+from foundation.atomic import write_text_atomic
 from strategies.base import CATEGORIES, Guideline
 
 _FIELDS = {f for f in Guideline.__dataclass_fields__}

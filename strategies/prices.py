@@ -1,7 +1,7 @@
 """Prices per token: LiteLLM's bundled price map (offline), or the model config's own `price_per_mtok_*`.
 
-In the bottom layer (strategies), like strategies/atomic.py, so the harness (recorded costs, the budget, the
-progress line) and analysis (`make plan`, the tables) price tokens the same way. A model with no price is None,
+In strategies, whose own model calls report their usage through it, so the harness (recorded costs, the budget,
+the progress line) and analysis (`make plan`, the tables) price tokens the same way. A model with no price is None,
 never 0: a cost that is unknown must not read as free.
 
 Prompt tokens are billed in three parts: read from the provider's prompt cache (the cached price), written to it

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from strategies.base import Guideline, Strategy, StrategyBase
-from strategies.compat import LegacyFactory
-from strategies.plugins import PluginRegistry
+from strategies.compat import LegacyFactory, learns_by_update
+from foundation.plugins import PluginRegistry
 
 GROUP = "memdeliv.strategies"
 
@@ -60,9 +60,10 @@ def available() -> list[str]:
 
 def strategy_class(name: str) -> Any:
     """What is registered as `name`, with the declared capabilities of `StrategyBase`: the class itself, or an
-    old-protocol factory fitted by strategies/compat.py."""
+    old-protocol factory (or a class that learns in `update`) fitted by strategies/compat.py."""
     obj = _REGISTRY.load(name)
-    return obj if isinstance(obj, type) and issubclass(obj, StrategyBase) else LegacyFactory(obj)
+    current = isinstance(obj, type) and issubclass(obj, StrategyBase) and not learns_by_update(obj)
+    return obj if current else LegacyFactory(obj)
 
 
 def known_options(name: str) -> tuple[str, ...] | None:
@@ -126,6 +127,6 @@ def create(name: str, ctx: StrategyContext) -> Strategy:
     built = factory.create(ctx)
     if not isinstance(built, Strategy):
         raise TypeError(f"strategy {name!r} does not implement the Strategy protocol (harness calls build, "
-                        "deliver, update, learn, for_trial, record_facts, applied_episodes): inherit "
+                        "deliver, learn, for_trial, record_facts, applied_episodes): inherit "
                         "strategies.StrategyBase")
     return built

@@ -14,7 +14,7 @@ import sys
 from ace_fakes import MODEL, install_scripted_roles
 from harness.runner import run_job
 from harness.run import compose_job
-from strategies.ace import AceOnline
+from strategies.ace.online import AceOnline
 
 runs_dir, run_name, crash_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
 trials = int(sys.argv[4]) if len(sys.argv) > 4 else 1

@@ -19,7 +19,7 @@ SAMPLE_MEMORY = REPO / "strategies" / "samples" / "tau2_sample.jsonl"
 HUNG_S = 1800
 # `make test` runs files on 2-4 workers (pytest-xdist, --dist loadfile, one file per worker at a time): the longest
 # files (`pytest --durations`) go first, so that no worker ends the run on one of them alone
-LONGEST_FIRST = ("test_readme_quickstart.py", "test_local_model.py", "test_appworld_engine.py", "test_ray_executor.py",
+LONGEST_FIRST = ("test_documented_outputs.py", "test_readme_quickstart.py", "test_local_model.py", "test_appworld_engine.py", "test_ray_executor.py",
                  "test_launchers.py", "test_ace_online_resume.py", "test_provider_rejections.py",
                  "test_memory_provenance.py", "test_selfcheck.py", "test_kill_resume.py", "test_tau2_results_files.py",
                  "test_strategy_options.py")
@@ -30,12 +30,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
 
 
+def unwrapped(text: str) -> str:
+    """Messages wrapped to the terminal's width (foundation.terminal.wrap: continuation lines indented two spaces)
+    as one line each, so a test reads a message whole; text with a traceback is left as it is (several lines)."""
+    return text if "Traceback" in text else text.replace("\n  ", " ")
+
+
 def run_cli(*overrides: str, runs_dir: Path, multirun: bool = False, env: dict | None = None,
             timeout: float = HUNG_S) -> subprocess.CompletedProcess:
+    """The CLI as a user runs it; stderr `unwrapped`."""
     cmd = [sys.executable, "-m", "harness.run", *(["-m"] if multirun else []), f"runs_dir={runs_dir}",
            "progress=false", *overrides]
     full_env = {**os.environ, **(env or {})}
-    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=full_env)
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=full_env)
+    proc.stderr = unwrapped(proc.stderr)
+    return proc
 
 
 def config_check(capsys: pytest.CaptureFixture[str], *overrides: str, runs_dir: Path,
@@ -50,8 +59,8 @@ def config_check(capsys: pytest.CaptureFixture[str], *overrides: str, runs_dir: 
     try:
         checked_command([*(["-m"] if multirun else []), f"runs_dir={runs_dir}", "progress=false", *overrides])
     except SystemExit as exc:
-        return int(exc.code or 0), capsys.readouterr().err
-    return None, capsys.readouterr().err
+        return int(exc.code or 0), unwrapped(capsys.readouterr().err)
+    return None, unwrapped(capsys.readouterr().err)
 
 
 def read_records(run_dir: Path) -> list[dict]:
@@ -65,18 +74,18 @@ def read_records(run_dir: Path) -> list[dict]:
 
 
 def compose(*overrides: str):
-    """The config Hydra would build for these overrides (schemas registered like the CLI does)."""
+    """The job settings the CLI would make of these overrides (Hydra's composition, schemas registered)."""
     from hydra import compose as hydra_compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from harness.config import CONFIG_DIR, register_schemas
+    from harness.config import CONFIG_DIR, register_schemas, to_settings
 
     register_schemas()
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
         cfg = hydra_compose(config_name="config", overrides=list(overrides))
     GlobalHydra.instance().clear()
-    return cfg
+    return to_settings(cfg)
 
 
 @pytest.fixture

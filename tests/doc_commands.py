@@ -41,8 +41,8 @@ class DocCommand:
         return f"{self.where}: {' '.join(self.argv)}"
 
 
-def _code_lines(text: str) -> list[tuple[int, str]]:
-    """(line number, text) of every code line: fenced and indented blocks, then inline spans of prose."""
+def _code_lines(text: str, inline: bool = True) -> list[tuple[int, str]]:
+    """(line number, text) of every code line: fenced and indented blocks, then (`inline`) inline spans of prose."""
     out: list[tuple[int, str]] = []
     fenced: set[int] = set()
     for m in _FENCE.finditer(text):
@@ -60,6 +60,8 @@ def _code_lines(text: str) -> list[tuple[int, str]]:
             out.append((n, line))
             line = ""
         prose.append(line)
+    if not inline:
+        return out
     joined = "\n".join(prose)
     for paragraph in re.finditer(r"(?:^.*\S.*$\n?)+", joined, re.MULTILINE):
         first = joined.count("\n", 0, paragraph.start()) + 1
@@ -84,11 +86,11 @@ def _joined(lines: list[tuple[int, str]]) -> list[tuple[int, str]]:
     return out
 
 
-def _parts() -> list[tuple[str, list[str]]]:
-    """(file:line, words) of every command the docs show: `a && b` is two."""
+def _parts(inline: bool = True, docs: list[Path] = DOCS) -> list[tuple[str, list[str]]]:
+    """(file:line, words) of every command the docs show (`inline`: in prose spans too): `a && b` is two."""
     found = []
-    for path in DOCS:
-        for n, line in _joined(_code_lines(path.read_text(encoding="utf-8"))):
+    for path in docs:
+        for n, line in _joined(_code_lines(path.read_text(encoding="utf-8"), inline)):
             line = re.sub(r"<[^<>]*>", lambda m: m.group(0).replace(" ", "_"), line)  # `<model or config>`
             try:
                 words = shlex.split(line, comments=True)
@@ -113,6 +115,20 @@ def commands() -> list[DocCommand]:
         elif _HARNESS_RUN.search(" ".join(part)):
             at = part.index("harness.run")
             found.append(DocCommand(where, ("harness.run", *part[at + 1:])))
+    return found
+
+
+def block_commands(docs: list[Path] = DOCS) -> list[DocCommand]:
+    """The commands of code blocks (fenced or indented), as typed: `make ...` lines and lines that start Python
+    (after `VAR=value` assignments, which are kept); comments dropped."""
+    found = []
+    for where, part in _parts(inline=False, docs=docs):
+        words = [w for w in part if w]
+        body = list(words)
+        while body and _ENV_ASSIGNMENT.match(body[0]):
+            body = body[1:]
+        if len(body) > 1 and (body[0] == "make" or _INTERPRETER.match(body[0])):
+            found.append(DocCommand(where, tuple(words)))
     return found
 
 
@@ -162,3 +178,18 @@ def harness_run_argv(cmd: DocCommand, cwd: Path) -> list[str]:
             words = shlex.split(line)
             return words[words.index("harness.run") + 1:]
     raise AssertionError(f"{cmd}: `make -n` shows no harness.run line:\n{proc.stdout}")
+
+
+ELLIPSES = ("(...)", "...", "…")  # a quoted line cut short: what precedes it must start a printed line
+
+
+def unquoted(quoted: list[str], printed: list[str]) -> list[str]:
+    """The quoted lines a command's printed lines do not hold: each quoted line is printed as it stands, or, ending in
+    an ellipsis, starts a printed line (trailing spaces never count)."""
+    printed = [line.rstrip() for line in printed]
+    missing = []
+    for line in (q.rstrip() for q in quoted if q.strip()):
+        cut = next((line.removesuffix(e).rstrip() for e in ELLIPSES if line.endswith(e)), None)
+        if not (any(p.startswith(cut) for p in printed) if cut is not None else line in printed):
+            missing.append(line)
+    return missing

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from conftest import HUNG_S, REPO, read_records
-from strategies.ace import load_playbook
+from strategies.ace.playbook import load_playbook
 
 JOB = REPO / "tests" / "ace_online_job.py"
 

@@ -11,9 +11,12 @@ from conftest import read_records
 from harness.memory import ace_adapt
 from harness.store import RunStore
 from strategies import StepView, TaskView, Trajectory
-from strategies.ace import AceSettings, Adapter, JsonLLM, Playbook
+from strategies.ace.adapt import AceSettings, Adapter
+from strategies.ace.llm import JsonLLM
+from strategies.ace.playbook import Playbook
 from strategies.ace.roles import cited_ids
-from strategies.ace.online import AceOnline, token_counter
+from strategies.ace.online import AceOnline
+from strategies.budget import token_counter
 
 TASK = TaskView("tau2_retail", "7", "I want to return a lamp")
 GOLD = "assistant: return_delivered_order_items({\"order_id\": \"#W1\"})"

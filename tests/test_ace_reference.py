@@ -13,11 +13,14 @@ import pytest
 from ace_fakes import MODEL, install_scripted_roles
 from analysis.displays import strategies_display
 from analysis.tables import analyse
-from conftest import read_records
+from conftest import read_records, unwrapped
 from harness.memory import ace_adapt
-from strategies.ace import AceSettings, Adapter, JsonLLM, Playbook, RoleError, apply_operations, load_playbook
+from strategies.ace.adapt import AceSettings, Adapter
+from strategies.ace.deltas import apply_operations
+from strategies.ace.llm import JsonLLM, RoleError
+from strategies.ace.playbook import load_playbook, Playbook
 from strategies.ace.roles import cited_ids, cited_steps
-from strategies.base import TaskView, Trajectory
+from strategies import TaskView, Trajectory
 from strategies.budget import token_counter
 
 ADAPT = ["model=oracle", "benchmark=tau2_retail", "progress=false", "--train", "2", "--val", "1"]
@@ -136,6 +139,6 @@ def test_the_oracle_as_reflector_is_refused_before_anything_is_written(tmp_path,
     # `make ace MODEL=oracle TRAIN=1 VAL=1`: the scripted oracle cannot reflect; one line, exit 2, no run directory
     assert ace_adapt.main(["model=oracle", "benchmark=tau2_retail", "--train", "1", "--val", "1", "--runs-dir",
                            str(tmp_path), "--run", "oracle"]) == 2
-    err = capsys.readouterr().err.strip()
+    err = unwrapped(capsys.readouterr().err).strip()
     assert len(err.splitlines()) == 1 and "cannot play ACE's Reflector" in err and "REFLECTOR=SCRIPTED" in err
     assert not (tmp_path / "oracle").exists()

@@ -12,11 +12,12 @@ from ace_fakes import FakeBagOfWordsEmbedder
 from conftest import SAMPLE_MEMORY, read_records, run_cli
 
 import strategies
-from strategies import simulated_world as world
+from harness.scripted import simulated_world as world
 from strategies.ace.llm import JsonLLM
 from strategies.ace.playbook import Playbook
 from strategies.ace.retrieval import AceRetrieval
-from strategies.base import ModelCall, StepView, TaskView, Trajectory, calls_to
+from strategies import ModelCall, StepView, TaskView, Trajectory
+from strategies.base import calls_to
 from strategies.memory_file import read_playbook_or_guidelines
 
 LINE = r"^\[[a-z]+-\d{5}\] helpful=\d+ harmful=\d+ :: .+$"

@@ -13,7 +13,7 @@ from conftest import read_records
 from harness.memory import ace_adapt
 from harness.serving.model_client import count_tokens
 from harness.runner import run_job
-from strategies.ace import load_playbook
+from strategies.ace.playbook import load_playbook
 
 SAMPLE = "strategies/samples/ace_sample_playbook.jsonl"
 

@@ -12,8 +12,11 @@ from ace_fakes import MODEL, install_scripted_roles
 from analysis.load import load_memory_history
 from analysis.plots import memory_growth
 from strategies import load_memory, StepView, StrategyContext, TaskView, Trajectory, create
-from strategies.ace import AceSettings, Adapter, JsonLLM, Playbook, load_playbook
-from strategies.ace.online import AceOnline, token_counter
+from strategies.ace.adapt import AceSettings, Adapter
+from strategies.ace.llm import JsonLLM
+from strategies.ace.playbook import load_playbook, Playbook
+from strategies.ace.online import AceOnline
+from strategies.budget import token_counter
 
 SAMPLE = "strategies/samples/ace_sample_playbook.jsonl"
 GUIDELINES = "strategies/samples/tau2_sample.jsonl"
@@ -70,12 +73,12 @@ def test_online_updates_save_history_and_snapshots(tmp_path):
     assert strategy.learns_online and strategy.deliver(TASK, STEP).empty
     roles.queue("curator", {"operations": [
         {"type": "ADD", "section": "others", "content": "Greet, then authenticate."}]})
-    strategy.update(episode("1"))
+    strategy.learn(episode("1"))
     roles.queue("reflector", {"error_analysis": "", "key_insight": "k",
                               "bullet_tags": [{"id": "misc-00001", "tag": "helpful"}]})
     roles.queue("curator", {"operations": [{"type": "ADD", "section": "strategies", "content": "Confirm writes."},
                                            {"type": "REMOVE", "id": "nope-00009"}]})
-    strategy.update(episode("2", "I followed [misc-00001]."))
+    strategy.learn(episode("2", "I followed [misc-00001]."))
     delivered = strategy.deliver(TASK, STEP)
     assert delivered.ids == ["str-00002", "misc-00001"] and "[misc-00001] helpful=1 harmful=0" in delivered.text
     history = [json.loads(line) for line in (tmp_path / "history.jsonl").read_text().splitlines()]
@@ -111,13 +114,13 @@ def test_build_replays_stored_episodes_as_updates(tmp_path):
 def test_online_resumes_from_its_saved_playbook(tmp_path):
     roles = install_scripted_roles()
     roles.queue("curator", {"operations": [{"type": "ADD", "section": "others", "content": "Be precise."}]})
-    online(tmp_path).update(episode("1"))
+    online(tmp_path).learn(episode("1"))
     ctx = StrategyContext(artifacts_dir=tmp_path, model="gpt-4o", options={"reflector_model": MODEL,
                                                                            "curator_model": MODEL,
                                                                            "dedup_threshold": None})
     resumed = create("ace_online", ctx)
     assert resumed.updates == 1 and resumed.deliver(TASK, STEP).ids == ["misc-00001"]
-    resumed.update(episode("2"))
+    resumed.learn(episode("2"))
     assert json.loads((tmp_path / "history.jsonl").read_text().splitlines()[-1])["update"] == 2
 
 
@@ -137,7 +140,7 @@ def test_deliver_from_threads_while_updating_sees_whole_playbooks(tmp_path):
     for t in threads:
         t.start()
     for i in range(6):
-        strategy.update(episode(str(i)))
+        strategy.learn(episode(str(i)))
     stop.set()
     for t in threads:
         t.join()

@@ -14,7 +14,7 @@ ORACLE = ["model.name=memdeliv-scripted/oracle", "model.scripted=true", "model.a
 def test_experiment_composes_with_its_sweep_and_view():
     cfg = compose("+experiment=ibm_tau2")
     assert cfg.benchmark.trials == 4 and cfg.model.name == "openai/gpt-4.1"
-    assert cfg.analysis.view == "ibm_tau2"
+    assert cfg.analysis["view"] == "ibm_tau2"
 
 
 def test_experiment_sweep_runs_with_command_line_winning(runs_dir):

@@ -93,7 +93,8 @@ def test_make_tables_on_a_real_oracle_sweep(tmp_path, capsys):
     shutil.copytree(FIXTURES / "oracle_retail", run)  # output of `make sweep MODEL=oracle LIMIT=4 TRIALS=4`
     assert tables_main([str(run), "--experiment", "ibm_tau2"]) == 0
     out = capsys.readouterr().out
-    assert "| tau2_retail | test    | memdeliv-scripted/oracle | none *" in out
+    assert "memdeliv-scripted/oracle  none *    4×4" in out and max(map(len, out.splitlines())) <= 160
+    assert "| tau2_retail | test    | memdeliv-scripted/oracle | none *" in (run / "analysis" / "strategies.md").read_text()
     assert "published (IBM blog altk-evolve-bc)" in out
     files = {p.name for p in (run / "analysis").iterdir()}
     for stem in ("strategies", "models", "pairs", "ibm_tau2"):

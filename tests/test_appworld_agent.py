@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from harness import assembly
-from harness.benchmarks.appworld.agent import TRUNCATED, ReActCodeAgent, answer_only, extract_code, truncate
+from harness.assembly.observations import TRUNCATED
+from harness.benchmarks.appworld.agent import ReActCodeAgent, answer_only, extract_code, truncate
 from harness.ledger import Ledger, MemoryTokenCounter
 from harness.serving.model_client import Completion, Usage
 from strategies import Delivery, Guideline, StrategyBase, TaskView
@@ -253,3 +254,22 @@ def test_rebuild_under_priority_drop_leaves_out_the_earliest_outputs_and_says_so
     assert 1 <= omitted < 4 and "not shown: do not guess them" in body
     assert f"row {omitted - 1}:" not in body and f"row {omitted}:" in body and "row 3:" in body  # oldest gone first
     assert [s.phase for s in ledger.agent_steps][-1] == "answer"
+
+
+def test_an_on_demand_recall_in_code_is_answered_by_the_step_and_never_run_by_the_engine():
+    from ace_fakes import FakeBagOfWordsEmbedder
+    from strategies.on_demand import NOTICE, OnDemand
+
+    lesson = Guideline("r1", "pay with the gift card first", source_task_text="buy a song")
+    strategy, ledger = OnDemand(options={}, guidelines=(lesson,), embedder=FakeBagOfWordsEmbedder()), Ledger()
+    model = FakeCodeModel(['```python\nprint(recall_guidelines("buy a song"))\n```', "```python\nprint(1)\n```"])
+    view = TaskView(benchmark="appworld", task_id="abc1234_1", description="Buy a song.")
+    agent = ReActCodeAgent(model, strategy, view, ledger, MemoryTokenCounter("gpt-4o"),
+                           assembly_options=assembly.AssemblyOptions(placement="first_user_message"))
+    execute, calls = engine_completing_on(1)
+    result = agent.run(SUPERVISOR, "Buy a song.", execute)
+    assert NOTICE in model.prompts[0][1]["content"] and calls == ["print(1)"]  # the engine never saw the recall
+    assert result.steps[0].memory and "[r1] pay with the gift card first" in result.steps[0].observation
+    assert model.prompts[1][-1]["content"].startswith("Output:\n<recalled_guidelines>")
+    assert len(ledger.agent_steps) == len(result.steps) == 2 and ledger.memory_tool_fields()["memory_tool_ids"] == [
+        ["r1"]]

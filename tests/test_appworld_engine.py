@@ -8,6 +8,7 @@ keyed by the builder's source and the AppWorld lock.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 import json
 import os
 import re
@@ -18,7 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
+from harness.settings import FrozenMap
 
 from analysis import metrics
 from analysis.load import load_records
@@ -85,9 +86,8 @@ def tgc_sgc(records: list[dict]) -> tuple[float, float]:
 
 def run(runs_dir: Path, *overrides: str, **model_kwargs):
     cfg = compose("benchmark=appworld", f"runs_dir={runs_dir}", "run_name=t", "progress=false", *overrides)
-    for key, value in model_kwargs.items():
-        OmegaConf.update(cfg, f"model.kwargs.{key}", value, force_add=True)
-    summary = run_job(cfg)
+    kwargs = FrozenMap({**cfg.model.kwargs, **model_kwargs})
+    summary = run_job(replace(cfg, model=replace(cfg.model, kwargs=kwargs)))
     return summary, read_records(Path(summary["run_dir"]))
 
 

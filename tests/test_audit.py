@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from analysis.audit import never_delivered, outcome_by_guideline
+from conftest import unwrapped
 
 
 @pytest.fixture()
@@ -77,5 +78,5 @@ def test_the_printout_fits_160_columns_and_a_missing_artifact_is_one_line(tmp_pa
     assert first == [ids[0], "1", "1", "0", "100.0%", "47.4%"]  # present, succeeded, failed, success if present/absent
     path.unlink()
     assert main([str(run)]) == 2
-    err = capsys.readouterr().err
+    err = unwrapped(capsys.readouterr().err)
     assert len(err.strip().splitlines()) == 1 and f"memory file not found: {path}" in err

@@ -73,7 +73,8 @@ def test_a_comparison_across_task_sets_exits_2_naming_both_unless_shared_tasks(t
     for main in (table_main, recommend_main, power_main, noise_floor_main):
         assert main([str(a), str(b)]) == 2
         err = capsys.readouterr().err
-        assert "v0.2.0" in err and "v1.0.1" in err and "--shared-tasks" in err and err.count("\n") == 1
+        assert "v0.2.0" in err and "v1.0.1" in err and "--shared-tasks" in err and err.startswith("memdeliv ")
+        assert all(line.startswith("  ") and len(line) <= 160 for line in err.splitlines()[1:])  # one message, wrapped
     assert tables_main([str(a), str(b), "--no-plots", "--out", str(tmp_path / "o")]) == 2
     assert not (tmp_path / "o").exists()
     assert recommend_main([str(a), str(b), "--shared-tasks"]) == 0

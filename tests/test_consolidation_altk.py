@@ -11,7 +11,7 @@ import pytest
 
 from ace_fakes import FakeBagOfWordsEmbedder
 from scripted_reflector import MODEL, install
-from strategies.base import Guideline
+from strategies import Guideline
 from strategies.consolidation import consolidate
 from strategies.consolidation_altk import cluster_by_source_task, consolidate_altk, consolidation_messages
 from strategies.llm_json import litellm_llm

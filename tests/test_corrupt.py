@@ -29,7 +29,7 @@ from harness.memory.corrupt_text import (
     unrelated,
 )
 from strategies import Guideline, load_memory, save_memory
-from strategies import simulated_world as world
+from harness.scripted import simulated_world as world
 from strategies.ace.playbook import KIND, Playbook, artifact_kind, load_playbook
 
 LEARNED = {"benchmark": "tau2_retail", "split": "train", "task_ids": ["0", "1"], "ground_truth": False}

@@ -8,7 +8,7 @@ import pytest
 from known_truth import draw
 
 from analysis import recommend
-from strategies import simulated_world as world
+from harness.scripted import simulated_world as world
 from strategies import load_memory, render_guidelines
 
 SEEDS = range(20)
@@ -70,7 +70,7 @@ def _sim_blocks(artifact, tasks: list[str]) -> dict[str, dict[str, str]]:
     """What none, core_retrieval (MiniLM, queried with the task's request, as the simulated user states it) and
     full deliver on each task of the simulated world."""
     from harness.scripted.tau2_script import request_of as _request
-    from strategies.base import StepView, TaskView
+    from strategies import StepView, TaskView
     from strategies.core_retrieval import CoreRetrieval
     from tau2.run import load_tasks
 

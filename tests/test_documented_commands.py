@@ -68,6 +68,9 @@ def _filled(argv: list[str], world: str) -> list[str] | None:
         elif sep and name == "memory" and (_PLACEHOLDER.search(value) or (
                 value.startswith("runs/memory/") and not (REPO / value).is_file())):
             value = str(SAMPLE_MEMORY)
+        elif sep and name.startswith("memory_by_strategy.") and value.endswith(_BUILT) \
+                and not (REPO / value).is_file():
+            value = _built(world, value)  # what `make experiences` / `make awm` write (docs/strategies.md)
         elif sep and name == "model.gguf" and _PLACEHOLDER.search(value):
             value = "bundled"
         elif sep and name == "benchmark.data_dir" and not (REPO / value).is_dir():  # `make tau2-data` (internet)
@@ -86,6 +89,20 @@ def _corrupted_series(world: str) -> str:
     for rate in (0, 0.1, 0.3, 0.5):
         if not series_path(out, "contradict", rate).is_file():
             corrupt(world, series_path(out, "contradict", rate), Spec("contradict", rate))
+    return str(out)
+
+
+_BUILT = ("/experiences.jsonl", "/workflows.jsonl")
+
+
+def _built(world: str, value: str) -> str:
+    """A one-item artifact of the kind `value` names (strategies/experiences.py, strategies/awm.py)."""
+    from strategies import Guideline, save_memory
+
+    kind = "experiences" if value.endswith("/experiences.jsonl") else "workflows"
+    out = Path(world).parent / f"{kind}.jsonl"
+    save_memory(out, [Guideline(id="x-0", text="Task: return an item | Actions: get_order()",
+                                source_task_text="return an item")], {"kind": kind})
     return str(out)
 
 

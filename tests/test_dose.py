@@ -21,9 +21,9 @@ from analysis.plots import dose_response
 from analysis.recommend import recommend
 from analysis.tables import analyse, write
 from strategies import load_memory
-from strategies import simulated_world as world
+from harness.scripted import simulated_world as world
 from strategies.ace.retrieval import AceRetrieval
-from strategies.base import StepView, TaskView
+from strategies import StepView, TaskView
 from strategies.core_retrieval import CoreRetrieval
 from strategies.full import FullMemory
 from strategies.memory_file import read_playbook_or_guidelines
@@ -35,17 +35,17 @@ CELLS = ["none", *[f"dose/core_retrieval_k{k}" for k in (0, 3, 10, 30)],
 def test_dose_cells_are_distinct_jobs_with_their_option_in_the_key():
     from harness.config import register_schemas
     from harness.run import expand_sweeps, with_config_sweeps
-    from harness.runner.job import job_key
+    from harness.runner import job_key
 
     register_schemas()
     jobs = expand_sweeps(with_config_sweeps(["+experiment=dose", "model=oracle"]))
     cfgs = [compose(*job) for job in jobs]
-    assert sorted(c.strategy.get("variant") or "" for c in cfgs) == sorted(
+    assert sorted(c.strategy.variant or "" for c in cfgs) == sorted(
         ["", "top_k=0", "top_k=3", "top_k=10", "top_k=30", "top_k=5", "top_k=20", "top_k=80", "budget_tokens=1000",
          "budget_tokens=4000", "budget_tokens=16000", "budget_tokens=none"])
     keys = {job_key(c) for c in cfgs}
     assert len(keys) == len(CELLS) and any(k.endswith("/core_retrieval(top_k=3)") for k in keys)
-    by_variant = {(c.strategy.name, c.strategy.get("variant")): c.strategy.options for c in cfgs}
+    by_variant = {(c.strategy.name, c.strategy.variant): c.strategy.options for c in cfgs}
     assert by_variant[("core_retrieval", "top_k=30")]["top_k"] == 30
     assert by_variant[("full", "budget_tokens=none")]["budget_tokens"] is None
     assert job_key(compose("strategy=core_retrieval", "model=oracle")).endswith("/core_retrieval")  # keys kept

@@ -4,7 +4,7 @@ SGC over complete scenarios only, labelled --exclude views, the IBM view's Pass^
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
@@ -17,7 +17,7 @@ from analysis.metrics import scenario_completeness, sgc, summarize, tgc
 from analysis.table import main as table_main
 from analysis.displays import errors_cell, scenario_warnings
 from harness.errors import FailureTally, StrategyError, call_strategy, classify
-from harness.serving.model_client import ContextOverflow, InfraError, RequestRejected
+from harness.serving.faults import ContextOverflow, InfraError, RequestRejected
 from harness.runner import run_job
 from harness.runner.job import identity
 from strategies import EMPTY, StrategyBase
@@ -75,8 +75,7 @@ def fake_strategies():
 def run_strategy(name: str, runs_dir):
     cfg = compose("model=oracle", "benchmark.limit=2", "progress=false", "concurrency=1", f"runs_dir={runs_dir}",
                   f"run_name={name}")
-    cfg.strategy.name = name
-    return run_job(cfg), read_records(runs_dir / name)
+    return run_job(replace(cfg, strategy=replace(cfg.strategy, name=name))), read_records(runs_dir / name)
 
 
 def test_classify_labels_each_kind():
@@ -133,18 +132,17 @@ ACE_PLAYBOOK = "strategies/samples/ace_sample_playbook.jsonl"
 
 
 def test_memory_by_strategy_wins_for_its_strategy_and_is_part_of_identity():
-    from harness.config import job_memory
 
     base = ("model=oracle", f"memory={SAMPLE_MEMORY}", f"+memory_by_strategy.ace={ACE_PLAYBOOK}")
     ace, full = compose("strategy=ace", *base), compose("strategy=full", *base)
-    assert job_memory(ace) == ACE_PLAYBOOK and job_memory(full) == str(SAMPLE_MEMORY)
+    assert ace.job_memory == ACE_PLAYBOOK and full.job_memory == str(SAMPLE_MEMORY)
     assert identity(ace)["memory"]["path"] == ACE_PLAYBOOK
     assert identity(ace)["memory"]["sha256_16"] != identity(compose("strategy=ace", "model=oracle",
                                                                     f"memory={SAMPLE_MEMORY}"))["memory"]["sha256_16"]
 
 
 def test_memory_by_strategy_is_validated():
-    from harness.run import ConfigError, check_memory_by_strategy
+    from harness.checks import ConfigError, check_memory_by_strategy
 
     with pytest.raises(ConfigError, match="not an ACE playbook"):  # the guideline file the others use
         check_memory_by_strategy(compose("strategy=ace", "model=oracle", f"+memory_by_strategy.ace={SAMPLE_MEMORY}"))
@@ -154,7 +152,7 @@ def test_memory_by_strategy_is_validated():
 
 
 def test_ibm_ace_vs_evolve_demands_a_playbook_for_ace():
-    from harness.run import ConfigError, check_memory_by_strategy
+    from harness.checks import ConfigError, check_memory_by_strategy
 
     cfg = compose("+experiment=ibm_ace_vs_evolve", "strategy=full", f"memory={SAMPLE_MEMORY}")
     with pytest.raises(ConfigError, match="memory_by_strategy.ace must be set"):
@@ -336,7 +334,7 @@ class OverflowOnSecondStep:
 
 @dataclass
 class FakeModelSpec:
-    cfg: Any = None  # the job's model config (request assembly reads its window settings)
+    settings: Any = None  # the job's model settings
     scripted: bool = False
 
     def clients(self, task_script=None):

@@ -1,5 +1,5 @@
 """A run directory written by the code before issue 34 (row schema 1, usage spelled into column names) loads
-unchanged: `analysis.table` prints exactly what that code printed for it (tests/fixtures/runs/README.md)."""
+unchanged: `analysis.table` prints exactly what the schema-1 code prints for it (tests/fixtures/runs/README.md)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ import pytest
 from analysis import harm
 from harness.memory.corrupt import Spec, corrupt
 from strategies import load_memory, render_guidelines
-from strategies import simulated_world as world
+from harness.scripted import simulated_world as world
 
 
 def test_the_rule():

@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ("harness", "strategies", "analysis", "bench")
+PACKAGES = ("foundation", "harness", "strategies", "analysis", "bench")
 
 MAX_LINES = 350  # a non-test .py file longer than this is split by concern
 
@@ -19,14 +19,14 @@ MAX_LINES = 350  # a non-test .py file longer than this is split by concern
 # longest matching prefix; a module in no layer fails the test, so a new module is placed on purpose. analysis is
 # outside the stack: it reads run files (see SHARED_DEFINITIONS).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation", ("strategies", "harness", "harness.secrets", "harness.config_errors", "harness.row",
-                    "harness.usage", "harness.infra_rates")),
+    ("foundation", ("foundation", "strategies", "harness", "harness.secrets", "harness.config_errors", "harness.row",
+                    "harness.usage", "harness.settings", "harness.infra_rates")),
     ("model calls", ("harness.serving",)),
     ("core", ("harness.config", "harness.errors", "harness.ledger", "harness.records", "harness.provenance",
               "harness.assembly", "harness.store")),
     ("benchmarks", ("harness.benchmarks", "harness.scripted")),
     ("runner", ("harness.runner",)),
-    ("entry points", ("harness.run", "harness.selfcheck", "harness.memory", "harness.import_tau2",
+    ("entry points", ("harness.run", "harness.checks", "harness.selfcheck", "harness.memory", "harness.import_tau2",
                       "harness.plan_facts", "bench")),
 )
 
@@ -208,8 +208,17 @@ def test_serving_code_imports_no_scripted_model():
 
 
 def test_analysis_and_bench_import_no_scripted_model_internals():
+    """Only the simulated world's arithmetic, a shared plain definition: analysis computes the known truth its
+    decisions are calibrated against with the same functions the simulated agent applies."""
     graph = import_graph()
-    assert arrows(graph, "analysis", "harness.scripted") == [] and arrows(graph, "bench", "harness.scripted") == []
+    internals = [a for a in arrows(graph, "analysis", "harness.scripted") if a.split(" -> ")[1] not in SHARED_DEFINITIONS]
+    assert internals == [] and arrows(graph, "bench", "harness.scripted") == []
+
+
+def test_foundation_imports_nothing_of_the_project():
+    """foundation/ (the entry-point registry, the atomic write) sits below strategies and the harness."""
+    graph = import_graph()
+    assert {m: sorted(t) for m, t in graph.items() if m.startswith("foundation") and t} == {}
 
 
 def test_no_source_file_is_over_max_lines():
@@ -220,7 +229,8 @@ def test_no_source_file_is_over_max_lines():
 
 # Plain definitions analysis shares with the harness (issue 18: one definition of the assembly settings). Each
 # imports no harness module, nor do the packages around it, so analysis still never loads runner code.
-SHARED_DEFINITIONS = {"harness.assembly.options", "harness.row", "harness.usage", "harness.infra_rates"}
+SHARED_DEFINITIONS = {"harness.assembly.options", "harness.row", "harness.usage", "harness.infra_rates",
+                      "harness.scripted.simulated_world"}
 
 
 def test_analysis_imports_no_harness_code_but_shared_definitions():
@@ -240,3 +250,55 @@ def test_bench_and_analysis_import_no_test_code():
 
 def test_strategies_import_no_benchmark_adapter():
     assert arrows(import_graph(), "strategies", "harness.benchmarks") == []
+
+
+def package_exports(root: Path = REPO, packages: tuple[str, ...] = PACKAGES) -> dict[str, set[str]]:
+    """The names each package's `__init__` imports from its own modules: its API (`from strategies import ...`)."""
+    exports = {}
+    for name, path in module_names(root, packages).items():
+        if path.name == "__init__.py":
+            own = {a.asname or a.name for node in ast.parse(path.read_text(encoding="utf-8")).body
+                   if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(name + ".")
+                   for a in node.names}
+            if own:
+                exports[name] = own
+    return exports
+
+
+def second_paths(root: Path = REPO, packages: tuple[str, ...] = PACKAGES, skip: tuple[str, ...] = ()) -> list[str]:
+    """`file:line name` wherever code outside a package imports a name of the package's API from the module
+    behind it (a second path to one name), and every `noqa: F401` re-export."""
+    exports = {pkg: names for pkg, names in package_exports(root, packages).items() if pkg not in skip}
+    found = []
+    for name, path in module_names(root, (*packages, "tests")).items():
+        text = path.read_text(encoding="utf-8")
+        rel = path.relative_to(root)
+        found += [f"{rel}:{n} re-export" for n, line in enumerate(text.splitlines(), 1)
+                  if "noqa: F401" in line and "import" in line and not line.strip().startswith("import ")
+                  and rel.parts[0] != "tests" and not name.startswith(skip)]
+        for node in ast.walk(ast.parse(text, str(path))):
+            if not isinstance(node, ast.ImportFrom) or node.level or not node.module:
+                continue
+            for pkg, names in exports.items():
+                inside = name == pkg or name.startswith(pkg + ".")
+                if node.module.startswith(pkg + ".") and not inside:
+                    found += [f"{rel}:{node.lineno} {a.name}" for a in node.names if a.name in names]
+    return found
+
+
+def test_the_one_path_check_finds_a_second_path(tmp_path):
+    (tmp_path / "harness" / "pkg").mkdir(parents=True)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "harness" / "__init__.py").write_text("")
+    (tmp_path / "harness" / "pkg" / "__init__.py").write_text("from harness.pkg.mod import Thing\n")
+    (tmp_path / "harness" / "pkg" / "mod.py").write_text("from harness.pkg.other import Other  # noqa: F401\n"
+                                                         "class Thing: ...\n")
+    (tmp_path / "harness" / "pkg" / "other.py").write_text("class Other: ...\n")
+    (tmp_path / "harness" / "user.py").write_text("from harness.pkg.mod import Thing\nfrom harness.pkg import Thing\n")
+    assert second_paths(tmp_path, ("harness",)) == ["harness/pkg/mod.py:1 re-export", "harness/user.py:1 Thing"]
+
+
+def test_each_name_is_imported_by_one_path():
+    """A package's API names are imported from the package outside it (its own modules import the definitions),
+    and no module re-exports a name it imported. analysis/ is left to its split into subpackages (issue 34, 7)."""
+    assert second_paths(skip=("analysis",)) == []

@@ -16,8 +16,11 @@ from analysis.report import render
 from analysis.stats import wilson_ci
 from analysis.tables import analyse, write
 from strategies import TaskView, Trajectory
-from strategies.ace import AceSettings, Adapter, JsonLLM, Playbook
-from strategies.ace.online import AceOnline, token_counter
+from strategies.ace.adapt import AceSettings, Adapter
+from strategies.ace.llm import JsonLLM
+from strategies.ace.playbook import Playbook
+from strategies.ace.online import AceOnline
+from strategies.budget import token_counter
 
 
 def episode(task_id: str, trial: int) -> Trajectory:

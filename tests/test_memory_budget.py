@@ -7,8 +7,7 @@ import pytest
 
 from ace_fakes import FakeBagOfWordsEmbedder
 from strategies import Guideline, StepView, TaskView
-from strategies.ace import Playbook
-from strategies.ace.playbook import Bullet
+from strategies.ace.playbook import Bullet, Playbook
 from strategies.ace.strategy import AcePlaybook
 from strategies.budget import budget_option, fit_budget
 from strategies.core_retrieval import CoreRetrieval

@@ -16,11 +16,12 @@ import pytest
 import strategies
 from ace_fakes import MODEL, install_scripted_roles
 from conftest import HUNG_S, REPO, SAMPLE_MEMORY, read_records, run_cli
-from harness.provenance import HELD_OUT, IN_SAMPLE, UNKNOWN, check_use, learned_from
+from harness.provenance import HELD_OUT, IN_SAMPLE, UNKNOWN, check_use
+from strategies.memory_file import learned_from
 from harness.run import ConfigError, check_job, compose_job
 from harness.runner import run_job
 from strategies import StrategyBase, load_memory, save_memory
-from strategies.ace import load_playbook
+from strategies.ace.playbook import load_playbook
 
 
 def _learned_artifact(path: Path, task_ids: list[str], split: str = "train") -> Path:

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import HUNG_S, REPO, compose
+from conftest import HUNG_S, REPO, compose, unwrapped
 from harness.serving.credentials import ModelCheckError, check_models, model_configs
 from tau2_fakes import make_data_dir
 
@@ -23,7 +23,9 @@ def make_sweep(*variables: str, runs_dir) -> subprocess.CompletedProcess:
                           text=True, check=True).stdout
     [line] = [line for line in plan.splitlines() if "-m harness.run" in line]
     cmd = [*shlex.split(line), f"runs_dir={runs_dir}", "progress=false"]
-    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=HUNG_S, env=NO_KEYS)
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=HUNG_S, env=NO_KEYS)
+    proc.stderr = unwrapped(proc.stderr)
+    return proc
 
 
 def test_make_sweep_with_a_hosted_model_and_no_key_exits_2_before_writing(runs_dir):

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from analysis import noise_floor
-from strategies import simulated_world as world
+from harness.scripted import simulated_world as world
 
 PROF = world.PROFILES["strong"]
 EMPTY = world.World("none", {}, {})

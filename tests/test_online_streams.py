@@ -11,7 +11,7 @@ from conftest import HUNG_S, read_records
 from harness.run import compose_job
 from harness.runner import run_job
 from test_ace_online_resume import run as run_job_process
-from strategies.ace import load_playbook
+from strategies.ace.playbook import load_playbook
 
 
 def test_parallel_streams_give_the_records_and_playbooks_of_a_serial_run(artifact, runs_dir):
@@ -56,7 +56,7 @@ def test_a_kill_during_parallel_streams_loses_and_doubles_no_update(runs_dir):
 
 def test_a_one_stream_learner_runs_in_order_whatever_concurrency_says(capsys):
     from harness.runner import executors, resolve
-    from strategies.base import StrategyBase
+    from strategies import StrategyBase
 
     job = resolve(compose_job(["model=oracle", "strategy=none", "concurrency=4"]))
     assert executors.create(job, StrategyBase(learns_online=True), served={}).name == "in order"

@@ -11,7 +11,7 @@ import pytest
 
 from analysis import fmt, power
 from strategies import load_memory, render_guidelines
-from strategies import simulated_world as world
+from harness.scripted import simulated_world as world
 
 MODELS = ["memdeliv-simulated/strong", "memdeliv-simulated/small", "openai/gpt-4.1"]
 

@@ -8,9 +8,9 @@ import pytest
 
 from analysis import plan
 from strategies import prices
-from strategies.base import render_guidelines
+from strategies import render_guidelines
 from strategies.budget import token_counter
-from strategies.memory_file import load_memory
+from strategies import load_memory
 
 SAMPLE = "strategies/samples/tau2_sample.jsonl"
 

@@ -1,6 +1,6 @@
 """The SIMULATED world with planted harm, through the real chain: `full` over a contradicted artifact, run by the
 runner, the simulated agent and tau2's evaluator. Every episode's recorded draw is the analytic p with the harm
-term (strategies/simulated_world.py), its tag counts the harmful lessons the world planted for that task, and
+term (harness/scripted/simulated_world.py), its tag counts the harmful lessons the world planted for that task, and
 its success is u < p — so records drawn by world.simulate_records (tests/test_harm.py, test_robustness.py) are
 what a sweep over a corrupted artifact records."""
 
@@ -13,7 +13,7 @@ from tau2.data_model.simulation import Results
 from harness.memory.corrupt import Spec, corrupt
 from harness.scripted.simulated import parse_tag
 from strategies import load_memory, render_guidelines
-from strategies import simulated_world as world
+from harness.scripted import simulated_world as world
 
 TASKS = ["5", "62", "12"]  # many planted helpers; no write at all; a gold write that fails in tau2's replay
 

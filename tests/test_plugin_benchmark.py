@@ -13,13 +13,17 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
-
 from conftest import HUNG_S, REPO, SAMPLE_MEMORY, read_records, run_cli
 from harness import benchmarks
 from harness.benchmarks import BenchmarkBase, registry
 from harness.benchmarks.appworld.adapter import AppWorldBenchmark
 from harness.benchmarks.tau2.adapter import Tau2Benchmark
+from harness.config import section_settings
+from harness.settings import BenchmarkSettings
+
+
+def settings(**values):
+    return section_settings(BenchmarkSettings, {"domain": values.get("name"), **values})
 
 PLUGIN = REPO / "tests" / "plugin_bench"
 WITH_PLUGIN = {"PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGIN), os.environ.get("PYTHONPATH")]))}
@@ -36,16 +40,16 @@ def test_built_ins_are_registered_through_the_entry_point_group():
     assert benchmarks.adapter_class("tau2_airline") is Tau2Benchmark
     assert issubclass(Tau2Benchmark, BenchmarkBase) and issubclass(AppWorldBenchmark, BenchmarkBase)
     # the default layout is the adapter's own declaration, not a name test in the harness
-    assert benchmarks.default_placement(OmegaConf.create({"name": "appworld"})) == "first_user_message"
-    assert benchmarks.default_placement(OmegaConf.create({"name": "tau2_retail"})) == "after_policy"
+    assert benchmarks.default_placement("appworld") == "first_user_message"
+    assert benchmarks.default_placement("tau2_retail") == "after_policy"
     with pytest.raises(benchmarks.UnknownBenchmark, match="unknown benchmark 'nope'; available: appworld"):
-        benchmarks.create(OmegaConf.create({"name": "nope"}))
+        benchmarks.create(settings(name="nope"))
 
 
 def test_an_adapter_missing_a_member_is_refused_and_base_defaults_are_no_ops(monkeypatch):
     class Bare:  # no BenchmarkBase: the optional members are missing
-        def __init__(self, cfg):
-            self.cfg, self.name = cfg, cfg.name
+        def __init__(self, settings):
+            self.settings, self.name = settings, settings.name
 
         def validate(self): ...
 
@@ -60,8 +64,8 @@ def test_an_adapter_missing_a_member_is_refused_and_base_defaults_are_no_ops(mon
     benchmarks.register("bare_test", Bare)
     benchmarks.register("based_test", Based)
     with pytest.raises(TypeError, match="lacks placements, default_placement, task_set, identity_extra"):
-        benchmarks.create(OmegaConf.create({"name": "bare_test"}))
-    built = benchmarks.create(OmegaConf.create({"name": "based_test", "split": "train"}))
+        benchmarks.create(settings(name="bare_test"))
+    built = benchmarks.create(settings(name="based_test", split="train"))
     assert (built.identity_extra(), built.manifest_facts(), built.cut_scenarios([]), built.needs_judge(),
             built.gold_solution(None), built.load_trajectory(Path("x"), {}), built.task_set, built.close()) \
         == ({}, {}, [], False, None, None, None, None)

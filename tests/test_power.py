@@ -1,6 +1,6 @@
 """analysis.power against the SIMULATED world, where the true variances and the true Δ are known.
 
-Records come from strategies.simulated_world.simulate_records, which tests/test_simulated_world.py shows to be
+Records come from harness.scripted.simulated_world.simulate_records, which tests/test_simulated_world.py shows to be
 exactly what a real sweep of the simulated agent writes (same p, same draw). 100 seeds: the empirical power's
 standard error is <= 5 points, so the ±10-point check fails by chance with probability < 5%; the seeds are fixed.
 """
@@ -16,7 +16,7 @@ from known_truth import heterogeneous
 
 from analysis import power, power_world, stats
 from analysis.metrics import task_success
-from strategies import simulated_world as world
+from harness.scripted import simulated_world as world
 from strategies import load_memory, render_guidelines
 
 SEEDS = range(100)
@@ -68,9 +68,11 @@ def test_power_table_flags_underpowered_cells(artifact):
     assert pd.isna(table.loc["none", "MDΔ_pts"])
     assert not table.loc["full", "underpowered"]  # full's large planted loss is seen
     assert table.loc["full", "Δ_pts"] < 0
-    for s in ("core", "full"):  # one rule with the tables: not found by the paired test AND below the MDΔ
-        below = abs(table.loc[s, "Δ_pts"]) < table.loc[s, "MDΔ_pts"]
-        assert table.loc[s, "underpowered"] == (below and table.loc[s, "p"] >= stats.ALPHA)
+    for s in ("core", "full"):  # analysis.verdict's rule: not found by the paired test AND outside the pair's band
+        v = table.loc[s, "verdict"]
+        assert v.band_pts > 0 and v.p == table.loc[s, "p"]  # 2 trials: the pair's A/A band is known
+        outside = abs(table.loc[s, "Δ_pts"]) > v.band_pts
+        assert table.loc[s, "underpowered"] == (outside and table.loc[s, "p"] >= stats.ALPHA)
         assert table.loc[s, "paired"] == "40×2"
     assert 0 <= table.loc["none", "agreement"] <= 1
     one = df[df.trial == 0]

@@ -16,7 +16,7 @@ from conftest import HUNG_S, SAMPLE_MEMORY, compose, read_records, run_cli
 ray = pytest.importorskip("ray")
 psutil = pytest.importorskip("psutil")
 
-from harness.runner import executors  # noqa: E402
+from harness.runner import executors, ray_executor  # noqa: E402
 from harness.config import ExecutorConfig  # noqa: E402
 from harness.runner import run_job  # noqa: E402
 
@@ -38,11 +38,11 @@ def _ray_processes() -> list:
 
 @pytest.fixture(scope="module")
 def local_ray():
-    executors.ray_up(ExecutorConfig(name="ray", num_cpus=2))
+    ray_executor.ray_up(ExecutorConfig(name="ray", num_cpus=2))
     try:
         yield
     finally:
-        executors.ray_down()
+        ray_executor.ray_down()
         deadline = time.time() + 30
         while _ray_processes() and time.time() < deadline:
             time.sleep(0.5)
@@ -136,7 +136,7 @@ def test_a_worker_that_cannot_build_the_job_stops_it(local_ray, runs_dir, monkey
     monkeypatch.setenv("MEMDELIV_TEST_ONLY_ON_DRIVER", "x")
     cfg = _job(runs_dir, "nokey", "executor=ray", "executor.num_cpus=2", "benchmark.limit=2",
                "model.api_key_env=MEMDELIV_TEST_ONLY_ON_DRIVER")
-    with pytest.raises(executors.WorkerSetupError, match="MEMDELIV_TEST_ONLY_ON_DRIVER"):
+    with pytest.raises(ray_executor.WorkerSetupError, match="MEMDELIV_TEST_ONLY_ON_DRIVER"):
         run_job(cfg)
     results = runs_dir / "nokey" / "results.jsonl"
     assert not results.exists() or not results.read_text().strip()  # nothing recorded as if it had run
@@ -144,15 +144,15 @@ def test_a_worker_that_cannot_build_the_job_stops_it(local_ray, runs_dir, monkey
 
 def test_a_bad_key_seen_in_a_worker_stops_the_job(local_ray, runs_dir):
     from fault_server import FaultServer, scripts_for
-    from harness.serving.model_client import ProviderUnusable
 
     with FaultServer(*scripts_for(compose("model=oracle", "benchmark.limit=2"))) as server:
         server.default = "401"
         cfg = compose("model=litellm", "model.name=openai/fault-agent", f"+model.kwargs.api_base={server.api_base}",
                       "+model.kwargs.api_key=fault-test-cred", "executor=ray", "executor.num_cpus=2",
                       "benchmark.limit=2", "progress=false", f"runs_dir={runs_dir}", "run_name=badkey")
-        with pytest.raises(ProviderUnusable, match="refused the credentials"):
-            run_job(cfg)
+        summary = run_job(cfg)
+        assert summary["stopped"]["reason"] == "provider_unusable" and "refused the credentials" in \
+            summary["stopped"]["detail"] and summary["ran"] == 0
         assert set(server.injected()) == {"401"}
     results = runs_dir / "badkey" / "results.jsonl"
     assert not results.exists() or not results.read_text().strip()  # no episode recorded as a failure
@@ -210,7 +210,7 @@ def test_a_budget_on_ray_stops_within_one_wave_and_a_higher_one_resumes(local_ra
 
 def test_an_online_learner_with_one_stream_stays_on_the_driver(capsys):
     from harness.runner import resolve
-    from strategies.base import StrategyBase
+    from strategies import StrategyBase
 
     job = resolve(compose("model=oracle", "strategy=ace_online", "executor=ray"))
     assert executors.create(job, StrategyBase(learns_online=True), served={}).name == "in order"

@@ -10,10 +10,10 @@ from conftest import HUNG_S, REPO
 START = """
 from types import SimpleNamespace
 import os, ray
-from harness.runner import executors
-executors.ray_up(SimpleNamespace(address=None, num_cpus=1, cpus_per_episode=1.0))
+from harness.runner import ray_executor
+ray_executor.ray_up(SimpleNamespace(address=None, num_cpus=1, cpus_per_episode=1.0))
 print("auth mode:", os.environ.get("RAY_AUTH_MODE"))
-executors.ray_down()
+ray_executor.ray_down()
 """
 
 

@@ -3,7 +3,7 @@
 `make recommend` on the SIMULATED world must pick what the planted profile implies: full for `strong`
 (memory helps and the gap to the others is large), never full for `small` (a long block hurts); where the
 planted gap is within the margin it may say "No decision yet". Calibration: tests/test_decision_calibration.py.
-Records come from strategies.simulated_world.simulate_records (exactly what a real sweep writes for success, see
+Records come from harness.scripted.simulated_world.simulate_records (exactly what a real sweep writes for success, see
 tests/test_simulated_world.py); their token fields here are SYNTHETIC (8 steps x (3,000 + memory tokens)),
 only so that the cheaper strategy is the one with the smaller block, as in a real run.
 """
@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from analysis import build_cost, recommend
-from strategies import simulated_world as world
+from harness.scripted import simulated_world as world
 from strategies import load_memory, render_guidelines
 
 

@@ -19,9 +19,9 @@ from analysis.plots import dose_response
 from analysis.plots import robustness as robustness_plot
 from harness.memory.corrupt import Spec, corrupt, series_path
 from strategies import load_memory, render_guidelines
-from strategies import simulated_world as world
+from harness.scripted import simulated_world as world
 from strategies.ace.playbook import Playbook
-from strategies.base import StepView, TaskView
+from strategies import StepView, TaskView
 from strategies.core_retrieval import CoreRetrieval
 
 RATES = (0, 10, 30, 50)
@@ -31,7 +31,7 @@ STRATEGIES = ("full", "core_retrieval", "ace")
 def test_the_experiment_is_one_none_and_a_cell_per_strategy_and_rate():
     from conftest import compose
 
-    from harness.config import job_memory, register_schemas
+    from harness.config import register_schemas
     from harness.run import expand_sweeps, with_config_sweeps
     from harness.runner import job_key
 
@@ -39,15 +39,15 @@ def test_the_experiment_is_one_none_and_a_cell_per_strategy_and_rate():
     cfgs = [compose(*job) for job in expand_sweeps(with_config_sweeps(
         ["+experiment=robustness", "model=oracle", "memory=m.jsonl", "analysis.robustness.dir=/c"]))]
     assert len(cfgs) == 1 + len(STRATEGIES) * len(RATES) and len({job_key(c) for c in cfgs}) == len(cfgs)
-    cell = next(c for c in cfgs if c.strategy.get("variant") == "contradict=30%" and c.strategy.name == "full")
-    assert job_memory(cell) == "/c/contradict_30.jsonl" and job_key(cell).endswith("/full(contradict=30%)")
+    cell = next(c for c in cfgs if c.strategy.variant == "contradict=30%" and c.strategy.name == "full")
+    assert cell.job_memory == "/c/contradict_30.jsonl" and job_key(cell).endswith("/full(contradict=30%)")
     assert cell.model.world == "/c/contradict_30.jsonl"  # read by model=simulated: the planted harm is this one's
     none = next(c for c in cfgs if c.strategy.name == "none")
-    assert not none.strategy.get("variant") and job_memory(none) in (None, "m.jsonl")
-    ace = next(c for c in cfgs if c.strategy.get("variant") == "contradict=10%" and c.strategy.name == "ace")
-    assert ace.strategy.options.playbook == "/c/contradict_10.jsonl"  # ace's own option: memory_by_strategy.ace
+    assert not none.strategy.variant and none.job_memory in (None, "m.jsonl")
+    ace = next(c for c in cfgs if c.strategy.variant == "contradict=10%" and c.strategy.name == "ace")
+    assert ace.strategy.options["playbook"] == "/c/contradict_10.jsonl"  # ace's own option: memory_by_strategy.ace
     stale = compose("+experiment=robustness", "strategy=robustness/core_retrieval_r10", "analysis.robustness.kind=stale")
-    assert job_memory(stale) == "runs/memory/robustness/stale_10.jsonl" and stale.strategy.variant == "stale=10%"
+    assert stale.job_memory == "runs/memory/robustness/stale_10.jsonl" and stale.strategy.variant == "stale=10%"
 
 
 def series(artifact: Path, out: Path, pick: str) -> dict[int, Path]:
@@ -150,3 +150,27 @@ def test_labels_name_the_corruption(artifact, tmp_path):
              "memory_provenance": None if s == "none" else "held-out"} for s in ("none", "full")]
     (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert sorted(load_records([run])["strategy"]) == ["full [corrupted: contradict 30%]", "none"]
+
+
+def test_a_corruption_is_said_once_and_a_zero_rate_is_the_clean_artifact(artifact, tmp_path):
+    """Issue 37: the 0 % rows read `full (contradict=0%) [corrupted: contradict 0%]`: a clean artifact labelled
+    corrupted, the variant said twice. Now a 0 % artifact is clean, a variant naming the corruption takes no tag,
+    and the displays print the rate in its own column."""
+    import pandas as pd
+
+    assert corruption.tag({"corrupted": {"kind": "contradict", "rate": 0.0}}) is None
+    paths = {}
+    for rate in (0.0, 0.3):
+        paths[rate] = tmp_path / f"contradict_{int(100 * rate)}.jsonl"
+        corrupt(artifact, paths[rate], Spec("contradict", rate))
+    df = pd.DataFrame({"strategy": ["full (contradict=0%)", "full (contradict=30%)", "full"],
+                       "memory": [str(paths[0.0]), str(paths[0.3]), str(paths[0.3])]})
+    assert list(corruption.corruption_labels(df)) == ["full (contradict=0%)", "full (contradict=30%)",
+                                                      "full [corrupted: contradict 30%]"]
+    labels = ["none", "full (contradict=0%)", "full [unknown provenance, corrupted: stale 10%]"]
+    shown = corruption.corruption_column(pd.DataFrame({"strategy": labels}))
+    assert list(shown.columns) == ["strategy", "corrupted"]
+    assert list(shown["strategy"]) == ["none", "full", "full [unknown provenance]"]
+    assert list(shown["corrupted"]) == ["-", "contradict 0%", "stale 10%"]
+    plain = pd.DataFrame({"strategy": ["none", "full"]})
+    assert corruption.corruption_column(plain) is plain  # nothing corrupted: no column

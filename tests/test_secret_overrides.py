@@ -14,13 +14,11 @@ BASE = ["model=oracle", "benchmark=tau2_retail", "benchmark.limit=1", "run_name=
 
 
 def test_budget_tokens_reaches_the_strategy_as_an_integer():
-    from omegaconf import OmegaConf
-
     from strategies import validate_options
 
     _, overrides = checked_command(["-m", *BASE, "strategy=core_retrieval", "strategy.options.budget_tokens=120"])
     assert "strategy.options.budget_tokens=120" in overrides
-    options = OmegaConf.to_container(compose_job(overrides).strategy.options, resolve=True)
+    options = compose_job(overrides).strategy_options()
     assert options["budget_tokens"] == 120 and isinstance(options["budget_tokens"], int)
     validate_options("core_retrieval", options)
 

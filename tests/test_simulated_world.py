@@ -28,7 +28,7 @@ from conftest import read_records
 from tau2.data_model.simulation import Results
 
 from analysis.metrics import paired_comparisons, summarize
-from strategies import simulated_world as world
+from harness.scripted import simulated_world as world
 from harness.scripted.simulated import agent_turn, parse_tag
 from strategies import load_memory, render_guidelines, save_memory
 
@@ -94,12 +94,12 @@ def test_the_agent_reads_only_what_the_prompt_carries(artifact):
 
 
 def test_the_dropped_write_is_one_the_db_check_sees():
-    from omegaconf import OmegaConf
-
     from harness.benchmarks.tau2.adapter import Tau2Benchmark
+    from harness.config import section_settings
+    from harness.settings import BenchmarkSettings
 
-    bench = Tau2Benchmark(OmegaConf.create({"name": "tau2_retail", "domain": "retail", "split": "test",
-                                            "limit": None, "task_ids": ["5", "12"]}))
+    bench = Tau2Benchmark(section_settings(BenchmarkSettings, {"name": "tau2_retail", "domain": "retail",
+                                                               "split": "test", "task_ids": ["5", "12"]}))
     by_id = {t.id: t for t in bench.tasks()}
     script = bench.oracle_script(by_id["5"], find_drop=True)
     assert script["gold_calls"][script["drop"]]["name"] == "return_delivered_order_items"

@@ -8,7 +8,8 @@ import pytest
 
 from harness.row import Row
 from harness.runner.job_rows import JobRows
-from harness.store import REDACTED, RunStore, RunStoreError, redact
+from harness.secrets import REDACTED
+from harness.store import RunStore, RunStoreError, redact
 
 
 def rec(task: str, trial: int, job: str = "j") -> Row:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+from dataclasses import dataclass
 import sys
 
 import pytest
@@ -118,6 +119,38 @@ def test_a_strategy_written_against_the_old_protocol_keeps_working():
     finally:
         strategies.registry._REGISTRY.extra.pop("old_online", None)
         strategies.registry._REGISTRY.extra.pop("old_plain", None)
+
+
+@dataclass(eq=False)
+class OldUpdater(strategies.StrategyBase):
+    """A StrategyBase plugin from before `learn` replaced `update`: it learns in update(trajectory) only."""
+
+    name: str = "old_updater"
+    learns_online: bool = True
+    known_options = ("k",)
+    seen: tuple = ()
+
+    def deliver(self, task, step):
+        return strategies.EMPTY
+
+    def update(self, trajectory):
+        self.seen = (*self.seen, trajectory)
+
+
+def test_a_strategybase_plugin_that_learns_in_update_is_called_through_learn():
+    """The protocol has one update, `learn`; strategies/compat.py calls an old plugin's `update` as its learn (the
+    runner and a resume's replay call only `learn`), and its declarations still hold."""
+    strategies.register("old_updater", OldUpdater)
+    try:
+        assert strategies.known_options("old_updater") == ("k",)
+        built = strategies.create("old_updater", StrategyContext(options={"k": 1}))
+        assert isinstance(built, strategies.Strategy) and built.learns_online and built.name == "old_updater"
+        assert built.learn("t1") == {} and built.learn("t2", None, None, 3) == {}
+        assert built.inner.seen == ("t1", "t2") and built.for_trial(0) is built
+        current = strategies.create("none", StrategyContext())  # a strategy of today is not wrapped
+        assert type(current).__module__ == "strategies.none"
+    finally:
+        strategies.registry._REGISTRY.extra.pop("old_updater", None)
 
 
 def test_a_factory_that_builds_no_strategy_is_refused_clearly():

@@ -19,7 +19,7 @@ from harness.runner import run_job
 from strategies.ace.llm import JsonLLM
 from strategies.ace.playbook import Playbook
 from strategies.ace.retrieval import AceRetrieval
-from strategies.base import StepView, TaskView
+from strategies import StepView, TaskView
 from strategies.prices import price_of
 
 def strategy_usage(fields: dict) -> dict:

@@ -8,7 +8,7 @@ import sys
 
 from conftest import REPO, SAMPLE_MEMORY, run_cli
 
-from analysis.table import WIDTH
+from analysis.fmt import WIDTH
 
 
 def test_sweep_table_fits_160_columns_and_wide_keeps_everything(tmp_path):

@@ -248,7 +248,7 @@ def test_the_simulated_line_and_step_one_show_one_memory_figure(artifact, tmp_pa
     from conftest import read_records, run_cli
 
     from harness.ledger import MemoryTokenCounter
-    from strategies import simulated_world as world
+    from harness.scripted import simulated_world as world
 
     done = run_cli("model=simulated", f"model.world={artifact}", "strategy=full", "benchmark=tau2_retail",
                    "benchmark.task_ids=['5']", "benchmark.trials=1", f"memory={artifact}", "run_name=sim",

@@ -24,6 +24,7 @@ class Turn:
     text: str = ""
     tool_calls: list[dict] = field(default_factory=list)  # {"name", "arguments" (pretty JSON or code)}
     step: int | None = None  # the agent step (0-based model call) this assistant turn is
+    memory: bool = False  # a memory-tool call or its answer: answered by the strategy, never seen by the benchmark
 
 
 @dataclass
@@ -88,6 +89,10 @@ def _tau2(doc: dict) -> Conversation:
         # tau2's canned greeting (before any user turn, no usage) is not a model call of the agent
         greeting = role == "assistant" and not seen_user and m.get("usage") is None and m.get("raw_data") is None
         if role == "assistant" and not greeting:
+            for memory_turn in _memory_turns(m.get("raw_data")):  # the step's memory calls came before its reply
+                if memory_turn.role == "assistant":
+                    memory_turn.step, step = step, step + 1
+                turns.append(memory_turn)
             turn.step, step = step, step + 1
         seen_user |= role == "user"
         turns.append(turn)
@@ -95,6 +100,19 @@ def _tau2(doc: dict) -> Conversation:
     if sim.get("termination_reason"):
         evaluation.setdefault("termination_reason", sim["termination_reason"])
     return Conversation("tau2", turns, evaluation, policy=policy)
+
+
+def _memory_turns(raw: Any) -> list[Turn]:
+    """The memory-tool calls a τ² reply's raw_data keeps (harness/benchmarks/tau2/agent.py), each as the model's
+    call and the strategy's answer (docs/memory-tools.md)."""
+    calls = raw.get("memory_calls") if isinstance(raw, dict) else None
+    turns = []
+    for c in calls if isinstance(calls, list) else []:
+        if isinstance(c, dict):
+            turns.append(Turn("assistant", "", [{"name": str(c.get("tool", "?")),
+                                                 "arguments": _arguments(c.get("arguments"))}], memory=True))
+            turns.append(Turn("tool", _content(c.get("answer")), memory=True))
+    return turns
 
 
 def _content(value: Any) -> str:
@@ -111,10 +129,11 @@ def _appworld(doc: dict) -> Conversation:
     for i, s in enumerate(doc["steps"]):
         s = s if isinstance(s, dict) else {}
         code = s.get("code")
+        memory = bool(s.get("memory"))  # a memory-tool call answered by the strategy, not run by the engine
         turns.append(Turn("assistant", _content(s.get("reply")),
-                          [{"name": "python", "arguments": str(code)}] if code else [], step=i))
+                          [{"name": "python", "arguments": str(code)}] if code else [], step=i, memory=memory))
         if s.get("observation") is not None:
-            turns.append(Turn("tool", _content(s.get("observation"))))
+            turns.append(Turn("tool", _content(s.get("observation")), memory=memory))
     evaluation = dict(doc.get("evaluation") or {})
     for key in ("error", "error_detail"):
         if doc.get(key):

@@ -18,13 +18,13 @@ from harness.assembly.summary import summarise
 Messages = list[dict[str, Any]]
 
 
-def memory_first(content: Any, memory: str) -> str:
+def memory_first(content: object, memory: str) -> str:
     """The first user message with the memory block before its text."""
     return f"{memory}\n\n{content or ''}"
 
 
 def place(system: str, history: Messages, memory: str, placement: str, model: str, *, policy_gap: str = "\n",
-          into_first_user: Callable[[Any, str], str] = memory_first) -> Messages:
+          into_first_user: Callable[[object, str], str] = memory_first) -> Messages:
     """[system, *history] with the memory block where `placement` says: after the system text (joined by
     `policy_gap`), inside the first user message (`into_first_user(its content, memory)`), or as the last
     message (a user message for Claude, see trailing_role)."""

@@ -18,6 +18,7 @@ ANSWER_MODES = ("plain", "rebuild")
 # Defaults of the settings every benchmark shares; placement's default is the benchmark's own. A job with
 # these values has no suffix in its key, and records written before a setting existed read as its default.
 DEFAULTS = {"context_policy": "fail", "answer_mode": "plain"}
+PROMPT_CACHING = True  # model.prompt_caching: mark the stable prefix with cache_control where the provider needs it
 MAX_OBSERVATION_CHARS = 20000  # benchmark.max_observation_chars: longer tool / code output is cut, with a note
 
 
@@ -42,7 +43,7 @@ class AssemblyOptions:
     limit: Optional[int] = None  # prompt tokens to stay under (None: unknown window)
     strict_limit: bool = False  # the user set model.context_window: enforce it even with policy "fail"
     max_observation_chars: Optional[int] = None  # None: tool / code output is never cut
-    prompt_caching: bool = True
+    prompt_caching: bool = PROMPT_CACHING
 
     def __post_init__(self) -> None:
         check(self.placement, self.context_policy, self.answer_mode)

@@ -18,8 +18,8 @@ from typing import Any, Callable, Optional
 from harness.assembly.layout import Layout
 from harness.assembly.options import check
 from harness.assembly.summary import SUMMARY_MAX_LINES, summary_message
-from harness.serving.model_client import ContextOverflow
-from strategies.base import Delivery
+from harness.serving.faults import ContextOverflow
+from strategies import Delivery
 
 Messages = list[dict[str, Any]]
 Measure = Callable[[Messages], int]

@@ -12,7 +12,7 @@ SUMMARY_TEXT_CHARS = 300  # per user / assistant message folded into it
 SUMMARY_MAX_LINES = 4096  # upper bound for the search over how many summary lines to keep
 
 
-def clip(text: Any, limit: int) -> str:
+def clip(text: object, limit: int) -> str:
     text = " ".join(str(text or "").split())
     return text if len(text) <= limit else f"{text[:limit]}... (cut)"
 

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from harness.errors import classify
 from harness.ledger import Ledger, current
-from harness.records import EpisodeRecord, Trajectory
-from harness.store import redact_text
-from strategies.atomic import write_text_atomic
+from harness.records import EpisodeRecord
+from strategies import Trajectory
+from harness.secrets import redact_text
+from foundation.atomic import write_text_atomic
 
 
 class EpisodeFrame:
@@ -54,7 +55,7 @@ class EpisodeFrame:
         write_text_atomic(path, redact_text(text))
 
     def finish(self, task_id: str, *, success: bool, reward: float, termination: str, task_text: str,
-               trajectory: Trajectory, **extra: Any) -> tuple[EpisodeRecord, Trajectory]:
+               trajectory: Trajectory, **extra: object) -> tuple[EpisodeRecord, Trajectory]:
         """The episode's record (shared fields, then the benchmark's own `extra`) and its trajectory."""
         record = EpisodeRecord(task_id=task_id, success=success, reward=reward, termination=termination,
                                error=self.error, error_detail=self.detail, ledger=self.ledger.record_fields(),

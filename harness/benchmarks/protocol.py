@@ -1,6 +1,7 @@
 """The Benchmark protocol: what the runner, the CLI checks, resume, retries and memory building call.
 
-An adapter is a class built from the job's `benchmark` config node (`Adapter(cfg)`) and registered under
+An adapter is a class built from the job's benchmark settings (`Adapter(settings)`, a frozen
+harness.settings.BenchmarkSettings: split, limit, task_ids, trials, seed, ...) and registered under
 the `memdeliv.benchmarks` entry-point group (harness/benchmarks/registry.py). It must provide the members
 of `Benchmark`; the optional capabilities have no-op defaults in `BenchmarkBase`, which every adapter
 inherits, so the harness calls them plainly and never probes for them.
@@ -17,11 +18,17 @@ clock, ledger, error labels, the redacted atomic file write and the record.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Optional, Protocol, Sequence
 
 from harness.assembly.options import DEFAULT_PLACEMENT, PLACEMENTS  # where a memory block may go in the request
+from harness.assembly.options import AssemblyOptions
 from harness.records import EpisodeRecord
 from harness.row import RowLike
+from harness.settings import BenchmarkSettings
+
+if TYPE_CHECKING:  # LiteLLM's seconds of import: not for a command line refused by its config check
+    from harness.ledger import MemoryTokenCounter
+    from harness.serving.models import ModelSpec
 from strategies import Strategy, Trajectory
 
 
@@ -33,10 +40,11 @@ class Task(Protocol):
 
 
 class Benchmark(Protocol):
-    """One benchmark split as the runner sees it. Built from the config node: `Adapter(cfg)`."""
+    """One benchmark split as the runner sees it. Built from its settings: `Adapter(settings)`."""
 
     name: str  # the config name, e.g. tau2_retail
-    cfg: Any  # its `benchmark` config node (split, limit, task_ids, trials, seed, max_steps, placement, ...)
+    settings: BenchmarkSettings  # split, limit, task_ids, trials, seed, max_steps, placement, ...
+    assembly: AssemblyOptions  # the job's request assembly (registry.create sets it), what its agents use
     placements: ClassVar[tuple[str, ...]]  # the request layouts it supports (benchmark.placement)
     default_placement: ClassVar[str]  # the published setup's layout; others suffix the job key
 
@@ -46,7 +54,8 @@ class Benchmark(Protocol):
     def tasks(self) -> Sequence[Task]:
         """The selected tasks (split, then task_ids, then limit), in a fixed order."""
 
-    def run_episode(self, task: Any, *, trial: int, seed: int, strategy: Strategy, model: Any, counter: Any,
+    def run_episode(self, task: Any, *, trial: int, seed: int, strategy: Strategy, model: ModelSpec,
+                    counter: MemoryTokenCounter,
                     trajectory_path: Path) -> tuple[EpisodeRecord, Trajectory]:
         """Run one task x trial and write its trajectory file to `trajectory_path`; return its record and its
         trajectory (`EpisodeFrame.finish`). Failures of the episode are labelled in the record
@@ -79,7 +88,7 @@ class Benchmark(Protocol):
         """Release what episodes started (AppWorld's engine workers); called when a job ends."""
 
 
-# the class-level members every adapter has (registry.create checks them; `name` and `cfg` are set per instance)
+# the class-level members every adapter has (registry.create checks them; `name`, `settings` are set per instance)
 MEMBERS = ("placements", "default_placement", "validate", "tasks", "run_episode", "task_set", "identity_extra",
            "manifest_facts", "cut_scenarios", "needs_judge", "gold_solution", "load_trajectory", "close")
 
@@ -89,14 +98,15 @@ class BenchmarkBase:
 
     placements: ClassVar[tuple[str, ...]] = PLACEMENTS
     default_placement: ClassVar[str] = DEFAULT_PLACEMENT
+    assembly: AssemblyOptions = AssemblyOptions()  # the defaults until registry.create gives the job's
 
     @property
     def task_set(self) -> Optional[dict[str, Any]]:
         return None
 
-    def __init__(self, cfg: Any):
-        self.cfg = cfg
-        self.name = str(cfg.name)
+    def __init__(self, settings: BenchmarkSettings):
+        self.settings = settings
+        self.name = settings.name
 
     def identity_extra(self) -> dict[str, Any]:
         return {}

@@ -31,17 +31,19 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
-from omegaconf import DictConfig
-
 import strategies
+from foundation.terminal import wrap
 from harness.config import CONFIG_DIR
-from harness.run import ConfigError, check_job, register_plugins
+from harness.checks import ConfigError, prepare
+from harness.config import to_settings
+from harness.run import register_plugins
+from harness.settings import JobSettings
 from harness.errors import INFRA
 from harness.row import RESULTS, latest_per_episode, read_rows
 from harness.scripted import ace_roles
-from harness.serving.model_client import ProviderUnusable
+from harness.serving.faults import ProviderUnusable
 from harness.store import RunStore, now_iso
-from strategies.ace import load_playbook
+from strategies.ace.playbook import load_playbook
 from strategies.memory_file import learned_from
 from strategies.ace.adapt import DEFAULT_REFLECTION_ROUNDS
 from strategies.ace.strategy import HISTORY, LATEST
@@ -115,18 +117,18 @@ def online_options(args: argparse.Namespace) -> list[str]:
     return out
 
 
-def compose_job(overrides: list[str]) -> DictConfig:
+def compose_job(overrides: list[str]) -> JobSettings:
     """Compose and check one job exactly as `harness.run` does (bad config -> ConfigError)."""
     register_plugins()
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
         try:
-            cfg = compose(config_name="config", overrides=overrides)
+            cfg = to_settings(compose(config_name="config", overrides=overrides))
         except Exception as exc:  # Hydra / OmegaConf composition and type errors
             from harness.config_errors import describe
 
             raise ConfigError(describe(exc)) from None
-        check_job(cfg)
+        prepare(cfg)
     GlobalHydra.instance().clear()
     return cfg
 
@@ -181,10 +183,9 @@ def _artifacts(run_dir: Path) -> Path:
 def refuse_scripted_roles(base: list[str], args: argparse.Namespace) -> None:
     """A scripted agent (the oracle, the simulated world) only replays gold actions: as the Reflector or Curator
     every call would fail and the run would end with an empty playbook. Say so before anything is written."""
-    from harness.scripted import oracle
-    from strategies import simulated_world as world
+    from harness.scripted import oracle, simulated_world
 
-    scripted = (oracle.PROVIDER + "/", world.PROVIDER + "/")
+    scripted = (oracle.PROVIDER + "/", simulated_world.PROVIDER + "/")
     run_model = str(compose_job([*base, "benchmark.split=train"]).model.name)
     for role, chosen in (("Reflector", args.reflector_model), ("Curator", args.curator_model or args.reflector_model)):
         model = run_model if chosen is None else chosen
@@ -195,7 +196,7 @@ def refuse_scripted_roles(base: list[str], args: argparse.Namespace) -> None:
 
 
 def adapt(args: argparse.Namespace) -> dict[str, Any]:
-    from harness.runner import job_key, run_job
+    from harness.runner import job_key
 
     run = args.run or now_iso().replace(":", "").replace("-", "")[:15]
     root = Path(args.runs_dir) / run
@@ -215,7 +216,7 @@ def adapt(args: argparse.Namespace) -> dict[str, Any]:
         cfg = compose_job([*common, "strategy=ace_online", *options, f"benchmark.task_ids={_ids(train_ids)}",
                            f"run_name=epoch{epoch}_train", "concurrency=1", f"memory={current or 'null'}",
                            "allow_in_sample=true"])  # epoch 2+ trains again on the tasks epoch 1 learned from
-        summary = run_job(cfg)
+        summary = run_to_end(cfg)
         learned = _artifacts(Path(summary["run_dir"]))
         current = str(learned / LATEST)
         row: dict[str, Any] = {"epoch": epoch, "playbook": current, "history": str(learned / HISTORY),
@@ -225,13 +226,13 @@ def adapt(args: argparse.Namespace) -> dict[str, Any]:
         if val_ids:
             vcfg = compose_job([*common, "strategy=ace", f"benchmark.task_ids={_ids(val_ids)}",
                                 f"run_name=epoch{epoch}_val", f"memory={current}"])
-            vsummary = run_job(vcfg)
+            vsummary = run_to_end(vcfg)
             row["val"] = score(Path(vsummary["run_dir"]), job_key(vcfg))
         playbook, _ = load_playbook(current)
         row["bullets"] = len(playbook)
         epochs.append(row)
-        print(f"ace_adapt: epoch {epoch}: {row['bullets']} bullets; updates lost {row['train']['updates_lost']}; "
-              f"train {row['train']}; val {row.get('val', '-')}", file=sys.stderr)
+        print(wrap(f"ace_adapt: epoch {epoch}: {row['bullets']} bullets; updates lost {row['train']['updates_lost']}; "
+                   f"train {row['train']}; val {row.get('val', '-')}"), file=sys.stderr)
     best = max(epochs, key=lambda r: _rank(r) + (-r["epoch"],))
     out = Path(args.out) if args.out else root / "playbook.jsonl"
     playbook, meta = load_playbook(best["playbook"])
@@ -251,6 +252,20 @@ def adapt(args: argparse.Namespace) -> dict[str, Any]:
                 if line.strip():
                     fh.write(json.dumps({"epoch": row["epoch"], **json.loads(line)}, ensure_ascii=False) + "\n")
     return {**report, "out": str(out), "history": str(history)}
+
+
+def run_to_end(cfg: JobSettings) -> dict[str, Any]:
+    """One epoch's job; the adaptation stops where the job stopped (its summary's `stopped`): Ctrl-C, or a provider
+    that cannot serve it, whose reason main() prints (exit 2). An epoch that stopped early never chooses."""
+    from harness.runner import run_job
+
+    summary = run_job(cfg)
+    stop = summary.get("stopped")
+    if stop is not None and stop["reason"] == "interrupted":
+        raise KeyboardInterrupt
+    if stop is not None:
+        raise ProviderUnusable(f"{summary['job']} stopped ({stop['reason']}): {stop['detail']}")
+    return summary
 
 
 class LearningFailed(RuntimeError):
@@ -295,8 +310,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     lost = sum(row["train"]["updates_lost"] for row in result["epochs"])
     gt = "ground truth from train" if args.ground_truth else "no ground truth"
-    print(f"ace_adapt: chose epoch {result['chosen_epoch']} -> {result['out']} ({gt}; updates lost {lost}; "
-          f"history {result['history']})")
+    print(wrap(f"ace_adapt: chose epoch {result['chosen_epoch']} -> {result['out']} ({gt}; updates lost {lost}; "
+               f"history {result['history']})"))
     return 0
 
 

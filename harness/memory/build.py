@@ -26,24 +26,26 @@ import subprocess
 import sys
 from collections import Counter
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import yaml
-from omegaconf import OmegaConf
-
 from harness import benchmarks
-from harness.config import ModelConfig
-from harness.serving.model_client import ModelClient, ProviderUnusable
+from harness.config import snapshot_section
+from harness.serving.faults import ProviderUnusable
+from harness.serving.model_client import ModelClient
+from harness.settings import BenchmarkSettings, ModelSettings
 from harness.serving.models import ModelConfigError, open_model
-from harness.provenance import learned_from
+from strategies.memory_file import learned_from
 from harness.scripted import reflector
 from harness.row import latest_per_episode
 from harness.store import RunStore, now_iso
 from strategies import Trajectory, save_memory
-from strategies.atomic import write_text_atomic
+from foundation.atomic import write_text_atomic
+from foundation.terminal import wrap
 from strategies.consolidation import consolidate
 from strategies.consolidation_altk import DEFAULT_TARGET, check_mode, consolidate_altk
 from strategies.embeddings import make_embedder
@@ -105,7 +107,7 @@ def load_trajectories(run_dir: Path) -> tuple[list[tuple[str, Trajectory]], dict
         raise BuildError(f"{run_dir}: expected one job (one model, one benchmark), found {sorted(jobs)}")
     job = next(iter(jobs.values()))
     config = job["config"]
-    bench = benchmarks.create(OmegaConf.create(config["benchmark"]))
+    bench = benchmarks.create(snapshot_section(BenchmarkSettings, config["benchmark"]))
     trials = Counter(r["task_id"] for r in records)
     imported = (job.get("identity") or {}).get("imported_from")  # a tau2 results file: its own tasks' fingerprint
     config = {**config, "learned_from": learned_from(config["benchmark"]["name"], TRAIN, trials,
@@ -134,7 +136,7 @@ def _order(task_id: str) -> tuple[int, Any]:
 def extractor_llm(model_cfg: dict[str, Any], override: str | None) -> Iterator[tuple[str, Any, Counter]]:
     """The text LLM for extraction and merges: the run's model through our client (retries, usage); a run on
     a managed local model (model.gguf) gets its server for as long as the block runs."""
-    cfg = OmegaConf.merge(OmegaConf.structured(ModelConfig), model_cfg)
+    cfg = snapshot_section(ModelSettings, model_cfg)
     name = override or cfg.name
     if override is None and cfg.scripted:  # the oracle replays gold actions; it cannot reflect
         name = reflector.MODEL
@@ -144,7 +146,7 @@ def extractor_llm(model_cfg: dict[str, Any], override: str | None) -> Iterator[t
             client = ModelClient(name, {}, max_retries=0)
         else:  # the run's kwargs and key variable (api_base, temperature, ...) carry over to the extractor
             if override is not None:
-                cfg.gguf = None  # another model was named: no local server for it
+                cfg = replace(cfg, gguf=None)  # another model was named: no local server for it
             try:
                 agent, _ = stack.enter_context(open_model(cfg)).clients()
             except ModelConfigError as exc:
@@ -245,9 +247,14 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
-def main(argv: list[str] | None = None) -> int:
+def split_argv(argv: list[str] | None) -> tuple[list[str], list[str]]:
+    """A builder's own arguments, and the Hydra overrides after `--` (its collection sweep's)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    ours, overrides = (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    return (argv[: argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ours, overrides = split_argv(argv)
     parser = argparse.ArgumentParser(prog="python -m harness.memory.build", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--name", required=True, help="collection run = runs/memory/NAME")
@@ -283,16 +290,16 @@ def main(argv: list[str] | None = None) -> int:
         summary = build(run_dir, Path(args.out) if args.out else run_dir / "memory.jsonl", args.extractor,
                         args.embedder, args.threshold, args.ground_truth, args.consolidation, args.target)
     except (BuildError, ProviderUnusable) as exc:  # ProviderUnusable: a bad key or an unknown model
-        print(f"memdeliv: build_memory: {exc}", file=sys.stderr)
+        print(wrap(f"memdeliv: build_memory: {exc}"), file=sys.stderr)
         return 2
-    print(f"memdeliv: {summary['trajectories']} trajectories -> {summary['extracted']} guidelines extracted "
-          f"({len(summary['skipped_trajectories'])} trajectories skipped) -> {summary['guidelines']} after "
-          f"{summary['merges']} merges ({_mode_label(args.consolidation, args.target)} consolidation); support "
-          f"histogram {summary['support_histogram']}")
+    print(wrap(f"memdeliv: {summary['trajectories']} trajectories -> {summary['extracted']} guidelines extracted "
+               f"({len(summary['skipped_trajectories'])} trajectories skipped) -> {summary['guidelines']} after "
+               f"{summary['merges']} merges ({_mode_label(args.consolidation, args.target)} consolidation); "
+               f"support histogram {summary['support_histogram']}"))
     if summary.get("lossy_target_met") is False:
-        print(f"memdeliv: the model kept {summary['guidelines']} guidelines, more than the lossy target: nothing "
-              f"was cut (build.json: lossy_target_met false)", file=sys.stderr)
-    print(f"memdeliv: memory artifact: {summary['artifact']}  (use it with MEMORY={summary['artifact']})")
+        print(wrap(f"memdeliv: the model kept {summary['guidelines']} guidelines, more than the lossy target: "
+                   f"nothing was cut (build.json: lossy_target_met false)"), file=sys.stderr)
+    print(wrap(f"memdeliv: memory artifact: {summary['artifact']}  (use it with MEMORY={summary['artifact']})"))
     return 0
 
 

@@ -34,8 +34,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from harness.memory.corrupt_text import LLMRewriter, near_copy, rule_contradict, unrelated
 from strategies import Guideline, load_memory, save_memory
-from strategies.ace.playbook import KIND as PLAYBOOK
-from strategies.ace.playbook import artifact_kind, load_playbook
+from strategies.ace.playbook import KIND, Playbook, artifact_kind, load_playbook
 
 KINDS = ("contradict", "stale", "irrelevant", "duplicate")
 MODES = ("replace", "add")
@@ -128,10 +127,12 @@ def _guidelines(guidelines: list[Guideline], spec: Spec, targets: list[str], new
     return [made.get(g.id, g) for g in guidelines], origin
 
 
-def _playbook(playbook: Any, spec: Spec, targets: list[str], new: list[tuple[str, Any]]) -> tuple[Any, dict[str, str]]:
+def _playbook(playbook: Playbook, spec: Spec, targets: list[str], new: list[tuple[str, Any]]
+              ) -> tuple[Playbook, dict[str, str]]:
     origin: dict[str, str] = {}
     for bid, (text, _) in zip(targets, new):
         bullet = playbook.get(bid)
+        assert bullet is not None  # targets are ids of this playbook
         if spec.mode == "add":  # a new bullet in the same section, counters zero
             playbook, added = playbook.add(bullet.section, text)
             origin[added.id] = bid
@@ -154,7 +155,7 @@ def plant(simulated: dict[str, Any], spec: Spec, origin: dict[str, str]) -> dict
     return {**simulated, "helps": helps, "harms": harms}
 
 
-def _chain(learned: Any, other: Any) -> Any:
+def _chain(learned: object, other: object) -> object:
     """`learned_from` with the stale source's own appended at the end of its `started_from` chain, so the
     in-sample check (harness/provenance.py) sees the tasks the stale lessons came from too."""
     if not isinstance(other, dict):
@@ -175,7 +176,7 @@ def corrupt(path: str | Path, out: str | Path, spec: Spec, source: str | Path | 
         if not source:
             raise CorruptionError("kind stale needs --source: an artifact from another domain or task-set version")
         stale, stale_meta = load_memory(source)
-    is_playbook = artifact_kind(path) == PLAYBOOK
+    is_playbook = artifact_kind(path) == KIND
     if is_playbook:
         playbook, meta = load_playbook(path)
         texts = {b.id: b.content for b in playbook.bullets}

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strategies.atomic import write_text_atomic
+from foundation.atomic import write_text_atomic
 
 PROMPT_VERSION = 1
 SYSTEM = ("You corrupt the memory of an AI agent for a robustness experiment. Rewrite the lesson you are given so "

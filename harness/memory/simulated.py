@@ -22,35 +22,39 @@ import os
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from omegaconf import OmegaConf
 
 from harness import benchmarks
-from harness.config import CONFIG_DIR, BenchmarkConfig
-from harness.provenance import learned_from
-from strategies.simulated_world import LABEL
+from harness.config import CONFIG_DIR, section_settings
+from harness.scripted.simulated_world import LABEL
+from harness.settings import BenchmarkSettings
+from strategies.memory_file import learned_from
 from strategies import Guideline, save_memory
+
+if TYPE_CHECKING:
+    from harness.benchmarks.tau2.adapter import Tau2Benchmark
 
 DEFAULT_OUT = "runs/memory/simulated/memory.jsonl"
 CORE_SUPPORT = 3
 
 
-def _bench(name: str, split: str) -> Any:
+def _bench(name: str, split: str) -> Tau2Benchmark:
     path = Path(CONFIG_DIR) / "benchmark" / f"{name}.yaml"
     if not path.is_file():
         raise ValueError(f"unknown benchmark {name!r} (no {path})")
-    cfg = OmegaConf.merge(OmegaConf.structured(BenchmarkConfig), OmegaConf.load(path), {"split": split})
+    cfg = section_settings(BenchmarkSettings, OmegaConf.merge(OmegaConf.load(path), {"split": split}))
     if not cfg.name.startswith("tau2_"):
         raise ValueError(f"the simulated world plays τ² only, not {cfg.name}")
-    bench = benchmarks.create(cfg)
+    bench = cast("Tau2Benchmark", benchmarks.create(cfg))  # a tau2_* name: the τ² adapter
     bench.validate()
     return bench
 
 
-def _facts(bench: Any) -> dict[str, dict[str, Any]]:
+def _facts(bench: Tau2Benchmark) -> dict[str, dict[str, Any]]:
     """task id -> {request, calls (tool names in order), writes (set of write tools)} from the gold script."""
     out = {}
     for task in bench.tasks():

@@ -3,7 +3,9 @@
 progress, a budget, online learning's re-runs and replay, the stop for an unreachable provider, and the
 infra-balance line.
 
-`run_job`, `resolve` and `job_key` are the runner's API for the CLIs: `from harness.runner import run_job`."""
+`run_job`, `resolve` and `job_key` are the runner's API for the CLIs: `from harness.runner import run_job`.
+`run_job` returns the job's summary; a job that stopped early names why in its `stopped` (harness/records.py's
+`Stop`), which a caller that chains jobs reads (harness/run.py exits on it)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ __all__ = ["Job", "job_key", "resolve", "run_job"]
 
 def __getattr__(name: str) -> Any:
     """`run_job` on first use: the loop imports LiteLLM (seconds), which a command line refused by its config
-    check (harness/run.py check_job) never needs."""
+    check (harness/checks.py prepare) never needs."""
     if name == "run_job":
         from harness.runner.loop import run_job
 

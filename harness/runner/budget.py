@@ -5,9 +5,9 @@ and an online learner's re-runs were paid for too; agent + user simulator + judg
 online learner's updates: every role of a row's `usage`) plus what this job spends: its episodes, their re-runs and
 updates (`charge`). An episode starts only when spent + (episodes in flight + 1) x the mean cost of an episode so
 far stays within the budget; so the total can pass the budget by at most the episodes already in flight when the
-estimate was low. Episodes in flight always finish and are recorded. An episode not started comes back as a held
-`Outcome`: nothing ran, nothing is recorded. The spend before this job comes from the rows the job read once at its
-start (harness/runner/loop.py).
+estimate was low. Episodes in flight always finish and are recorded. An episode not started comes back as an
+`Outcome` stopped by the budget: nothing ran, nothing is recorded. The spend before this job comes from the rows
+the job read once at its start (harness/runner/loop.py).
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Iterable, Optional
 
-from harness.records import Outcome
 import harness.usage as by_role
+from harness.benchmarks.protocol import Task
+from harness.records import Outcome, Stop
 from harness.row import Row, RowLike
+
 
 def episode_cost(record: RowLike) -> Optional[float]:
     """USD of one record (a Row, or a line as decoded) over every role of its usage (harness/usage.py `cost`);
@@ -81,10 +83,11 @@ class Budget:
             self._costs_n += 1
 
     def gate(self, episodes: Callable[[Any, int], Outcome]) -> Callable[[Any, int], Outcome]:
-        """`episodes` behind the budget: a held Outcome (nothing run) when the next episode could cross it."""
-        def run(task: Any, trial: int) -> Outcome:
+        """`episodes` behind the budget: an Outcome stopped by it (nothing run) when the next episode could cross
+        it."""
+        def run(task: Task, trial: int) -> Outcome:
             if not self.admit():
-                return Outcome(held=True)
+                return Outcome(stop=Stop("budget", f"held back: ${self.spent:.4f} of ${self.limit:.2f} spent"))
             finished = None
             try:
                 finished = episodes(task, trial)

@@ -2,36 +2,41 @@
 
 Shared by the job loop (harness/runner/loop.py) and a Ray worker (harness/runner/ray_executor.py), so neither
 imports the other. Whatever happens, an episode comes back as one `Outcome` (harness/records.py): its row, or a
-labelled failure row, or a stop when the provider is unusable.
+labelled failure row, or a stop when the provider is unusable (harness/records.py's `Stop`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import strategies
 from harness import ledger
 from harness.errors import INFRA, call_strategy, classify
-from harness.ledger import MemoryTokenCounter
-from harness.records import Outcome, RowParts, build_row, failure
+from harness.benchmarks import Benchmark
+from harness.benchmarks.protocol import Task
+from harness.ledger import Ledger, MemoryTokenCounter
+from harness.records import Outcome, RowParts, Stop, build_row, failure
 from harness.row import Row
 from harness.runner.job import Job, slug
 from harness.runner.reflect_and_retry import shown
 from harness.serving.faults import ProviderUnusable
 from harness.serving.models import ModelSpec
+from harness.settings import plain
+from strategies import Strategy
 from harness.store import now_iso
 
 
-def build_strategy(job: Job, model: ModelSpec, artifacts_dir: Optional[Path]) -> Any:
+def build_strategy(job: Job, model: ModelSpec, artifacts_dir: Optional[Path]) -> Strategy:
     """The job's strategy; artifacts_dir: where a learning strategy saves its memory (None in a Ray worker)."""
     # what an online learner writes as its playbook's learned_from (it adds the tasks it learned from)
-    source = {"benchmark": job.cfg.benchmark.name, "split": job.cfg.benchmark.split, "model": model.name,
+    s = job.settings
+    source = {"benchmark": s.benchmark.name, "split": s.benchmark.split, "model": model.name,
               "ground_truth": job.capabilities.uses_ground_truth,
               "task_set": job.benchmark.task_set if job.benchmark is not None else None}
-    kwargs = dict(job.cfg.model.kwargs)
+    kwargs = plain(s.model.kwargs)  # a secret among them read here, in this process
     return strategies.create(job.strategy_name, strategies.StrategyContext(
-        options=dict(job.strategy_options), memory_path=job.memory, artifacts_dir=artifacts_dir, model=model.name,
+        options=job.strategy_options(), memory_path=job.memory, artifacts_dir=artifacts_dir, model=model.name,
         model_kwargs={**kwargs, **model.served_kwargs()}, learned_from=source))
 
 
@@ -40,19 +45,19 @@ class EpisodeRunner:
     which passes a scratch `root` and hands the trajectory file to the driver. `on_step`: told of every agent
     step (the job's progress line)."""
 
-    def __init__(self, job: Job, bench: Any, model: ModelSpec, strategy: Any, root: Path,
+    def __init__(self, job: Job, bench: Benchmark, model: ModelSpec, strategy: Strategy, root: Path,
                  on_step: Optional[Callable[[], None]] = None):
         self.job, self.bench, self.model, self.strategy, self.root = job, bench, model, strategy, root
         self.counter = MemoryTokenCounter(model.name)
         self.on_step = on_step
-        self.stopped: Optional[str] = None  # set by the first episode that finds the provider unusable
+        self._unusable: Optional[Stop] = None  # the first episode that finds the provider unusable says so
 
-    def __call__(self, task: Any, trial: int, rerun: int = 0, view: Any = None) -> Outcome:
+    def __call__(self, task: Task, trial: int, rerun: int = 0, view: Optional[Strategy] = None) -> Outcome:
         """rerun > 0: a learning strategy's re-run of the same episode (harness/runner/reflect_and_retry.py);
         view: what the trial sees, sent by the driver with an online learner's episode on Ray (else the
         strategy's own `for_trial`)."""
-        if self.stopped is not None:  # the job is stopping: episodes queued behind it make no call
-            return Outcome(stop=self.stopped)
+        if self._unusable is not None:  # every call would fail the same way: episodes queued behind make none
+            return Outcome(stop=self._unusable)
         started_at = now_iso()
         again = f"__r{rerun}" if rerun else ""
         rel = self.job.trajectories / f"{slug(str(task.id))}__t{trial}{again}.json"
@@ -66,8 +71,8 @@ class EpisodeRunner:
                 seen = shown(trajectory, self.job.capabilities.uses_ground_truth)
                 facts = call_strategy(strategy, "record_facts", seen)
             except ProviderUnusable as exc:  # bad key / unknown model: no row; the job stops (harness/run.py)
-                self.stopped = str(exc)
-                return Outcome(stop=self.stopped)
+                self._unusable = Stop("provider_unusable", str(exc))
+                return Outcome(stop=self._unusable)
             except Exception as exc:  # the episode machinery itself failed: keep the sweep alive, label it
                 error, detail = classify(exc)  # "harness" unless it is a provider/worker failure after retries
                 row = self.failed(task, trial, error, detail, started_at)
@@ -77,12 +82,12 @@ class EpisodeRunner:
         row = build_row(parts)
         return Outcome(row=row, parts=parts, trajectory=trajectory, unreachable=unreachable(row, calls))
 
-    def failed(self, task: Any, trial: int, error: str, detail: str, started_at: str) -> Row:
+    def failed(self, task: Task, trial: int, error: str, detail: str, started_at: str) -> Row:
         """The row of an episode that produced no result of its own (no trajectory)."""
         return build_row(RowParts(self.job.row_fields, trial, failure(task.id, error, detail),
                                   seed=self.job.seeds[trial], started_at=started_at))
 
 
-def unreachable(row: Row, calls: Any) -> Optional[str]:
+def unreachable(row: Row, calls: Ledger) -> Optional[str]:
     """The endpoint an infra episode could not reach (a call that failed to connect on every attempt), else None."""
     return calls.provider.unreachable if row.get("error") == INFRA else None

@@ -13,56 +13,26 @@ view.
 from __future__ import annotations
 
 import pickle
-import re
 import sys
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any, Callable, Generator, Optional, Union
 
+from harness.benchmarks.protocol import Task
 from harness.records import Episodes, Outcome
 from harness.runner.budget import Budget
 from harness.runner.job import Job
-from harness.runner.ray_executor import RayExecutor, WorkerSetupError, ray_down, ray_up  # noqa: F401  (re-exported)
+from harness.runner.ray_executor import RayExecutor
 from harness.runner.streams import StreamsExecutor
+from strategies import Strategy
 
 EXECUTORS = ("threads", "ray")
-_HOST_PORT = re.compile(r"^[\w.\-]+:\d{1,5}$")
 After = Callable[[Outcome], Outcome]
 
 
-def check_options(ex: Any) -> None:
-    """Semantic checks of `executor.*` (the schema already refused unknown keys and wrong types)."""
-    if ex.name not in EXECUTORS:
-        raise ValueError(f"executor.name={ex.name!r}; valid: {', '.join(EXECUTORS)}")
-    if ex.name == "threads":
-        ray_only = {"address": ex.address is not None, "num_cpus": ex.num_cpus is not None,
-                    "cpus_per_episode": ex.cpus_per_episode != 1.0, "max_retries": ex.max_retries != 1}
-        set_keys = [k for k, given in ray_only.items() if given]
-        if set_keys:
-            raise ValueError(f"executor.{set_keys[0]} applies to executor=ray only (threads use `concurrency`)")
-        return
-    address = ex.address
-    if address is not None and address != "auto" and not address.startswith("ray://") \
-            and not _HOST_PORT.match(address):
-        raise ValueError(f"executor.address={address!r}; valid: null (a local Ray on 127.0.0.1), auto, "
-                         "ray://host:port, host:port")
-    if ex.num_cpus is not None and ex.num_cpus < 1:
-        raise ValueError(f"executor.num_cpus must be >= 1, got {ex.num_cpus}")
-    if ex.num_cpus is not None and address is not None:
-        raise ValueError("executor.num_cpus sizes the local Ray only (address: null); a cluster has its own")
-    if not ex.cpus_per_episode > 0:
-        raise ValueError(f"executor.cpus_per_episode must be > 0, got {ex.cpus_per_episode}")
-    if ex.max_retries < 0:
-        raise ValueError(f"executor.max_retries must be >= 0, got {ex.max_retries}")
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        raise ValueError("executor=ray needs the ray package: run `make setup`") from None
-
-
-def create(job: Job, strategy: Any, served: dict[str, Any]) -> "Executor":
+def create(job: Job, strategy: Strategy, served: dict[str, Any]) -> "Executor":
     """The job's executor: `executor.name` for a strategy that does not learn during the run; an online learner's
     streams otherwise (on Ray too when its trial views can travel to a worker)."""
-    concurrency = int(job.cfg.concurrency)
+    concurrency = job.settings.concurrency
     if not strategy.learns_online:
         return RayExecutor(job, served) if job.executor == "ray" else ThreadsExecutor(concurrency)
     if not strategy.trial_streams:  # one learning stream: every update must see all the episodes before it
@@ -78,7 +48,7 @@ def create(job: Job, strategy: Any, served: dict[str, Any]) -> "Executor":
     return StreamsExecutor(job, strategy, served, ray=job.executor == "ray")
 
 
-def _travels(strategy: Any) -> bool:
+def _travels(strategy: Strategy) -> bool:
     try:
         pickle.dumps(strategy.for_trial(0))
     except Exception:
@@ -96,11 +66,11 @@ class ThreadsExecutor:
     def __init__(self, concurrency: int):
         self.concurrency = max(1, int(concurrency))
 
-    def run(self, todo: list[tuple[Any, int]], episodes: Episodes, budget: Optional[Budget] = None,
+    def run(self, todo: list[tuple[Task, int]], episodes: Episodes, budget: Optional[Budget] = None,
             after: After = _same) -> Generator[Outcome, None, None]:
         start = budget.gate(episodes) if budget is not None else episodes
 
-        def one(task: Any, trial: int) -> Outcome:
+        def one(task: Task, trial: int) -> Outcome:
             outcome = start(task, trial)
             return after(outcome) if outcome.row is not None else outcome
 
@@ -126,7 +96,7 @@ class InOrderExecutor:
         """How one episode runs when the caller waits for it (an online learner's re-runs): right here."""
         return episodes
 
-    def run(self, todo: list[tuple[Any, int]], episodes: Episodes, budget: Optional[Budget] = None,
+    def run(self, todo: list[tuple[Task, int]], episodes: Episodes, budget: Optional[Budget] = None,
             after: After = _same) -> Generator[Outcome, None, None]:
         start = budget.gate(episodes) if budget is not None else episodes
         for task, trial in todo:

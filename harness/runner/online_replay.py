@@ -5,8 +5,8 @@ the episode's record, so a crash between the two re-runs the episode and the lea
 applied. A learner that commits the keys it applied together with its memory (ACE online writes them into the
 same atomic playbook file) returns them from `applied_episodes()`. On resume, every recorded episode the
 learner has not applied (an update skipped because its provider was down, or a run made before this order) is
-replayed from its stored trajectory, in record order, before new episodes run. Learners that keep no keys
-(`applied_episodes()` is None, StrategyBase's default) are left as they are.
+replayed from its stored trajectory (`learn` with no rerun or gold), in record order, before new episodes run.
+Learners that keep no keys (`applied_episodes()` is None, StrategyBase's default) are left as they are.
 """
 
 from __future__ import annotations
@@ -14,18 +14,20 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
+from harness.benchmarks import Benchmark
 from harness.errors import INFRA
 from harness.row import Row
 from harness.runner.reflect_and_retry import shown
+from strategies import Strategy
 
 
-def episode_key(task_id: Any, trial: int) -> str:
+def episode_key(task_id: str, trial: int) -> str:
     return f"{task_id}#{trial}"
 
 
-def reapply_online_updates(strategy: Any, bench: Any, run_dir: Path, records: Iterable[Row],
+def reapply_online_updates(strategy: Strategy, bench: Benchmark, run_dir: Path, records: Iterable[Row],
                            ground_truth: bool = False) -> int:
     """Replays go to the episode's own stream (its key carries the trial), with labels only when allowed."""
     applied = strategy.applied_episodes()
@@ -38,7 +40,7 @@ def reapply_online_updates(strategy: Any, bench: Any, run_dir: Path, records: It
         if trajectory is None:  # a benchmark that cannot read its trajectories back (BenchmarkBase's default)
             return 0
         episode = replace(trajectory, episode=episode_key(record["task_id"], record["trial"]))
-        strategy.update(shown(episode, ground_truth))
+        strategy.learn(shown(episode, ground_truth))
     if pending:
         print(f"memdeliv: re-applied {len(pending)} online update(s) lost by an interrupted run", file=sys.stderr)
     return len(pending)

@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 import harness.usage as by_role
 from harness.row import Row
+from foundation.terminal import wrap
 from harness.runner.budget import episode_cost
 
 
@@ -89,8 +90,8 @@ class Progress:
 
     def line(self) -> str:
         elapsed = int(time.monotonic() - self._began)
-        return (f"memdeliv: {self.key}: {self.done}/{self.total} episodes, {self.steps} agent steps, {self.stats()}, "
-                f"{elapsed // 60}m{elapsed % 60:02d}s")
+        return wrap(f"memdeliv: {self.key}: {self.done}/{self.total} episodes, {self.steps} agent steps, "
+                    f"{self.stats()}, {elapsed // 60}m{elapsed % 60:02d}s")
 
     def update(self, n: int = 1, record: Optional[Row] = None) -> None:
         self.done += n

@@ -24,14 +24,21 @@ import threading
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Generator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Generator, Optional
 
+from harness.benchmarks.protocol import Task
 from harness.errors import HARNESS, INFRA
 from harness.records import Outcome
 from harness.runner.budget import Budget
 from harness.runner.job import Job
-from harness.store import now_iso, redact_text
-from strategies.atomic import write_text_atomic
+from foundation.atomic import write_text_atomic
+from harness.secrets import redact_text
+from harness.settings import ExecutorSettings
+from harness.store import now_iso
+from strategies import Strategy
+
+if TYPE_CHECKING:
+    from harness.runner.episode import EpisodeRunner
 
 
 # ---------------------------------------------------------------------------------------------- the driver
@@ -41,7 +48,7 @@ from strategies.atomic import write_text_atomic
 class RayJob:
     """What a worker needs to run episodes of one job; shipped once per job (ray.put)."""
 
-    job: Job  # without its adapter (a worker builds its own); its config unresolved: secrets come from the worker
+    job: Job  # without its adapter (a worker builds its own); a secret in its settings is read from the worker's env
     served: dict[str, Any]  # ModelSpec.served_kwargs() of the driver (a managed local server's address)
     token: str  # one per job run: a worker's cached context belongs to exactly one
 
@@ -53,7 +60,7 @@ class WorkerSetupError(RuntimeError):
 _started: dict[str, Any] = {}  # the local Ray this process started, and with which options
 
 
-def ray_up(ex: Any) -> Any:
+def ray_up(ex: ExecutorSettings) -> Any:
     """Connect to (or start) the Ray of `executor`; a local one is started once per process and reused."""
     import ray
 
@@ -102,7 +109,7 @@ def ray_down() -> None:
     _started.clear()
 
 
-def ray_slots(ex: Any) -> int:
+def ray_slots(ex: ExecutorSettings) -> int:
     """Episodes the Ray of `executor` runs at once: its CPUs / cpus_per_episode (a budget's wave, the streams)."""
     ray = ray_up(ex)
     return max(1, int(float(ray.cluster_resources().get("CPU", 1)) // float(ex.cpus_per_episode)))
@@ -112,20 +119,20 @@ class _Remote:
     """Submitting one episode as a Ray task, and reading its outcome back on the driver."""
 
     def __init__(self, job: Job, served: dict[str, Any]):
-        self.job, self.ex = job, job.cfg.executor
+        self.job, self.ex = job, job.settings.executor
         self.ray = ray_up(self.ex)
         self.job_ref = self.ray.put(RayJob(job=job, served=dict(served), token=uuid.uuid4().hex))
         self.remote = self.ray.remote(_episode_in_worker)
         self.opts = {"num_cpus": float(self.ex.cpus_per_episode), "max_retries": int(self.ex.max_retries),
                      "retry_exceptions": False}  # Ray reruns an episode only when its worker died, never on an error
 
-    def submit(self, task: Any, trial: int, rerun: int = 0, view: Optional[bytes] = None) -> Any:
+    def submit(self, task: Task, trial: int, rerun: int = 0, view: Optional[bytes] = None) -> Any:  # a Ray ObjectRef
         # named tasks: `ps` shows ray::episode:<task>:t<trial> for each running one
         name = f"episode:{task.id}:t{trial}" + (f":r{rerun}" if rerun else "")
         blob = pickle.dumps(task)  # unpickled in the worker after worker_setup(): see there
         return self.remote.options(name=name, **self.opts).remote(self.job_ref, blob, trial, rerun, view)
 
-    def collect(self, ref: Any, episodes: Any, task: Any, trial: int, submitted: str) -> Outcome:
+    def collect(self, ref: Any, episodes: EpisodeRunner, task: Task, trial: int, submitted: str) -> Outcome:
         ray = self.ray
         try:
             outcome = ray.get(ref)
@@ -152,10 +159,10 @@ class RayExecutor:
     def __init__(self, job: Job, served: dict[str, Any]):
         self.job, self.served = job, served
 
-    def run(self, todo: list[tuple[Any, int]], episodes: Any, budget: Optional[Budget] = None,
+    def run(self, todo: list[tuple[Task, int]], episodes: EpisodeRunner, budget: Optional[Budget] = None,
             after: Callable[[Outcome], Outcome] = lambda outcome: outcome) -> Generator[Outcome, None, None]:
         remote = _Remote(self.job, self.served)
-        window = ray_slots(self.job.cfg.executor) if budget is not None else max(1, len(todo))
+        window = ray_slots(self.job.settings.executor) if budget is not None else max(1, len(todo))
         waiting = iter(todo)
         pending: dict[Any, tuple[Any, int, str]] = {}
 
@@ -189,13 +196,13 @@ class RayEpisodes:
     (`strategy.for_trial(trial)`, pickled: a snapshot of the stream). The worker delivers from that view; the
     trajectory comes back for the learner, which stays on the driver."""
 
-    def __init__(self, job: Job, served: dict[str, Any], strategy: Any, episodes: Any):
+    def __init__(self, job: Job, served: dict[str, Any], strategy: Strategy, episodes: EpisodeRunner):
         self.remote = _Remote(job, served)
         self.strategy, self.episodes = strategy, episodes
         self._pending: set[Any] = set()
         self._lock = threading.Lock()
 
-    def __call__(self, task: Any, trial: int, rerun: int = 0) -> Outcome:
+    def __call__(self, task: Task, trial: int, rerun: int = 0) -> Outcome:
         submitted = now_iso()
         ref = self.remote.submit(task, trial, rerun, view=pickle.dumps(self.strategy.for_trial(trial)))
         with self._lock:
@@ -265,7 +272,7 @@ def _build_in_worker(job: RayJob) -> Any:
         from harness.serving.models import ModelSpec
         from harness.runner.episode import EpisodeRunner, build_strategy
 
-        model = ModelSpec(job.job.cfg.model, **job.served)
+        model = ModelSpec(job.job.settings.model, **job.served)
         # artifacts_dir=None: a worker never writes the run directory (learning strategies stay on the driver)
         strategy = build_strategy(job.job, model, artifacts_dir=None)
         bench = job.job.adapter()

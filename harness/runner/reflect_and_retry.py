@@ -1,7 +1,7 @@
 """Learning after an episode, and re-running it for a learning strategy: ACE's reflect-and-retry rounds.
 
-An online learner's `learn(trajectory, rerun, gold, samples)` (the Strategy protocol; StrategyBase's default is a
-plain `update(trajectory)`) is called after each finished episode with two callables from the harness:
+An online learner's `learn(trajectory, rerun, gold, samples)` (the Strategy protocol; StrategyBase's default learns
+nothing) is called after each finished episode with two callables from the harness:
 - `rerun()` runs the same task x trial again (the strategy decides what to deliver meanwhile) and returns
   the new episode, or None when it failed outside the agent (infra);
 - `gold()` returns the benchmark adapter's gold solution of the task (asked only when ground truth is allowed;
@@ -19,18 +19,31 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import replace
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Optional, overload
 
 import harness.usage as by_role
 from harness import ledger
+from harness.benchmarks import Benchmark
+from harness.benchmarks.protocol import Task
 from harness.errors import INFRA, call_strategy
 from harness.records import Outcome
 from harness.runner.budget import episode_cost
 from harness.serving.faults import ProviderUnusable
 from harness.store import RunStore
+from strategies import Strategy, Trajectory
+
+Learn = Callable[[Trajectory, Task, int], Mapping[str, Any]]  # an online learner's update: -> the row's facts
 
 
-def shown(trajectory: Any, ground_truth: bool) -> Any:
+@overload
+def shown(trajectory: Trajectory, ground_truth: bool) -> Trajectory: ...
+
+
+@overload
+def shown(trajectory: None, ground_truth: bool) -> None: ...
+
+
+def shown(trajectory: Optional[Trajectory], ground_truth: bool) -> Optional[Trajectory]:
     """The episode as a strategy may see it (to learn from, or for its record_facts): without ground truth, no
     reward, verdict or evaluator report."""
     if ground_truth or trajectory is None:
@@ -38,22 +51,22 @@ def shown(trajectory: Any, ground_truth: bool) -> Any:
     return replace(trajectory, reward=None, success=None, feedback="")
 
 
-def learner(strategy: Any, bench: Any, run_attempt: Callable[[Any, int, int], Outcome], store: RunStore,
+def learner(strategy: Strategy, bench: Benchmark, run_attempt: Callable[[Task, int, int], Outcome], store: RunStore,
             samples: int | None = None, ground_truth: bool = False,
-            charge: Callable[[float | None], None] | None = None) -> Callable[[Any, Any, int], Mapping[str, Any]]:
+            charge: Callable[[float | None], None] | None = None) -> Learn:
     """-> learn(trajectory, task, trial) -> row facts: `strategy.learn` with rerun and gold; an exception raised
     by the strategy comes out as a StrategyError. Labels and the gold solution reach the strategy only with
     `ground_truth` (the config check allows that on train only). `charge` (budget_usd) is told what each re-run
     and each update's own model calls cost, as they are spent."""
-    gold_allowed = ground_truth and str(bench.cfg.split) == "train"
+    gold_allowed = ground_truth and bench.settings.split == "train"
 
-    def run(trajectory: Any, task: Any, trial: int) -> Mapping[str, Any]:
+    def run(trajectory: Trajectory, task: Task, trial: int) -> Mapping[str, Any]:
         attempts = itertools.count(1)
 
         def rerun() -> Any:
             outcome = run_attempt(task, trial, next(attempts))
             if outcome.stop is not None:  # bad key / unknown model: the job stops, as for any episode
-                raise ProviderUnusable(outcome.stop)
+                raise ProviderUnusable(outcome.stop.detail)
             assert outcome.row is not None
             store.append_retry(outcome.row)
             if charge is not None:

@@ -16,23 +16,28 @@ from __future__ import annotations
 import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Generator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Generator, Optional
 
+from harness.benchmarks.protocol import Task
 from harness.records import Episodes, Outcome
 from harness.runner.budget import Budget
 from harness.runner.job import Job
 from harness.runner.ray_executor import RayEpisodes, ray_slots
+from strategies import Strategy
+
+if TYPE_CHECKING:
+    from harness.runner.episode import EpisodeRunner
 
 _END = object()  # a stream's thread is done
 
 
 class StreamsExecutor:
-    def __init__(self, job: Job, strategy: Any, served: dict[str, Any], ray: bool):
+    def __init__(self, job: Job, strategy: Strategy, served: dict[str, Any], ray: bool):
         self.job, self.strategy, self.served, self.ray = job, strategy, served, ray
         self.name = "ray streams" if ray else "streams"  # the manifest's `executor`
         self._remote: Optional[RayEpisodes] = None
 
-    def runner(self, episodes: Episodes) -> Episodes:
+    def runner(self, episodes: EpisodeRunner) -> Episodes:
         """How one episode runs when the caller waits for it (a stream's episodes, a learner's re-runs): in the
         calling thread, or as a Ray task the thread waits for."""
         if not self.ray:
@@ -42,11 +47,11 @@ class StreamsExecutor:
         return self._remote
 
     def width(self) -> int:
-        return ray_slots(self.job.cfg.executor) if self.ray else max(1, int(self.job.cfg.concurrency))
+        return ray_slots(self.job.settings.executor) if self.ray else max(1, self.job.settings.concurrency)
 
-    def run(self, todo: list[tuple[Any, int]], episodes: Episodes, budget: Optional[Budget] = None,
+    def run(self, todo: list[tuple[Task, int]], episodes: EpisodeRunner, budget: Optional[Budget] = None,
             after: Callable[[Outcome], Outcome] = lambda outcome: outcome) -> Generator[Outcome, None, None]:
-        streams: dict[int, list[Any]] = {}
+        streams: dict[int, list[Task]] = {}
         for task, trial in todo:  # trial-major, tasks in the job's order: each stream keeps that order
             streams.setdefault(trial, []).append(task)
         if not streams:
@@ -56,7 +61,7 @@ class StreamsExecutor:
         out: queue.Queue = queue.Queue()
         stopping = threading.Event()
 
-        def stream(trial: int, tasks: list[Any]) -> None:
+        def stream(trial: int, tasks: list[Task]) -> None:
             try:
                 for task in tasks:
                     if stopping.is_set():
@@ -67,7 +72,7 @@ class StreamsExecutor:
                             return
                         outcome = after(outcome)  # the update, before this stream's next episode starts
                     out.put(outcome)
-                    if outcome.row is None:  # a stop, or held back by the budget: this stream ends here
+                    if outcome.row is None:  # stopped (the budget, the provider): this stream ends here
                         return
             except BaseException as exc:  # handed to the consumer, who raises it
                 out.put(exc)

@@ -58,7 +58,7 @@ class ScriptedOracle(CustomLLM):
         )
 
 
-def _sabotaged(script: dict[str, Any], seed: Any, rate: float) -> bool:
+def _sabotaged(script: dict[str, Any], seed: object, rate: float) -> bool:
     """Deterministic per (task, trial seed): lets tests get a known mix of passes and failures."""
     if rate <= 0:
         return False

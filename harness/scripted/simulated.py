@@ -1,8 +1,9 @@
 """`memdeliv-simulated/<profile>`: a SIMULATED agent (not a language model) with a known success probability.
 
 It plays τ² like the scripted oracle (replays the task's gold actions, then says the facts to communicate),
-but each episode succeeds only with the probability strategies/simulated_world.py computes from *the prompt it
-receives*: the memory bullets it can read there, and how many tokens they take. So placement, budgets,
+but each episode succeeds only with the probability harness/scripted/simulated_world.py computes from *the prompt it
+receives*: the memory bullets it can read there, how many tokens they take, and whether the memory instruction
+is there (the control arms: docs/controls.md). So placement, budgets,
 truncation and end_of_conversation all reach it, and the planted effect is known exactly.
 
 The draw is made ONCE per episode, from the prompt of the episode's first agent step, and kept for its later
@@ -34,12 +35,11 @@ from typing import Any
 import litellm
 from litellm import CustomLLM, ModelResponse
 
-from harness.scripted import oracle
+from harness.scripted import oracle, simulated_world
 from harness.scripted.token_count import prompt_tokens
 from harness.serving.providers import Provider, register_provider
-from strategies import simulated_world as world
 
-PROVIDER = world.PROVIDER
+PROVIDER = simulated_world.PROVIDER
 # `harmful=N` appears only when the world planted harm and N > 0, so a world without harms writes what it always did
 TAG = re.compile(r"\[simulated: p=([0-9.]+) u=([0-9.]+) relevant=(\d+) memory_tokens=(\d+)(?: harmful=(\d+))? "
                  r"outcome=(\w+)\]")
@@ -61,11 +61,15 @@ class SimulatedAgent(CustomLLM):
                     message="simulated model needs an episode id in metadata (harness/serving/models.py sets it)",
                     model=model, llm_provider=PROVIDER)
             seed = (kwargs.get("optional_params") or {}).get("seed")
-            message = agent_turn(messages, script, world.profile(meta.get("profile") or model.split("/")[-1]),
-                                 world.load_world(meta["world"]), seed, episode=str(meta["episode"]))
+            tools = {(t.get("function") or t).get("name") for t in (kwargs.get("optional_params") or {}).get("tools")
+                     or ()}
+            message = agent_turn(messages, script, simulated_world.profile(meta.get("profile") or model.split("/")[-1]),
+                                 simulated_world.load_world(meta["world"]), seed, episode=str(meta["episode"]),
+                                 can_pull=simulated_world.PULL_TOOL in tools)
         text = message.get("content") or json.dumps(message.get("tool_calls"))
-        prompt = prompt_tokens(world.TOKENIZER, oracle._countable(messages))  # as litellm.token_counter counts
-        out = litellm.token_counter(model=world.TOKENIZER, text=text)
+        # as litellm.token_counter counts
+        prompt = prompt_tokens(simulated_world.TOKENIZER, oracle._countable(messages))
+        out = litellm.token_counter(model=simulated_world.TOKENIZER, text=text)
         return ModelResponse(
             model=f"{PROVIDER}/{model}",
             choices=[{"message": message, "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
@@ -99,16 +103,16 @@ _episodes_lock = threading.Lock()
 _MAX_EPISODES = 100_000  # bound on remembered episodes; far more than run concurrently in one process
 
 
-def _episode(messages: list[dict[str, Any]], task_id: str, prof: world.Profile, w: world.World, seed: Any,
-             episode: str | None) -> _Episode:
+def _episode(messages: list[dict[str, Any]], task_id: str, prof: simulated_world.Profile,
+             w: simulated_world.World, seed: object, episode: str | None) -> _Episode:
     """The episode's state: its draw made from `messages` on its first call and kept for every later step.
     episode None: every call is its own episode (direct use in tests)."""
     if episode is not None:
         with _episodes_lock:
             if episode in _episodes:
                 return _episodes[episode]
-    reading = world.read_prompt(messages, w)
-    state = _Episode(EpisodeDraw(reading.p(prof, w, task_id), world.draw(task_id, seed, reading.key),
+    reading = simulated_world.read_prompt(messages, w)
+    state = _Episode(EpisodeDraw(reading.p(prof, w, task_id), simulated_world.draw(task_id, seed, reading.key),
                                  len(w.relevant_ids(task_id, reading.delivered)), reading.memory_tokens,
                                  len(w.harmful_ids(task_id, reading.delivered))))
     if episode is not None:
@@ -119,9 +123,13 @@ def _episode(messages: list[dict[str, Any]], task_id: str, prof: world.Profile, 
     return state
 
 
-def agent_turn(messages: list[dict[str, Any]], script: dict[str, Any], prof: world.Profile, w: world.World,
-               seed: Any, episode: str | None = None) -> dict[str, Any]:
+def agent_turn(messages: list[dict[str, Any]], script: dict[str, Any], prof: simulated_world.Profile,
+               w: simulated_world.World, seed: object, episode: str | None = None,
+               can_pull: bool = False) -> dict[str, Any]:
     task_id = str(script["task_id"])
+    pull = _pull(messages, task_id, prof, seed, episode) if can_pull else None
+    if pull is not None:
+        return pull
     state = _episode(messages, task_id, prof, w, seed, episode)
     drawn = state.drawn
     p, u, ok = drawn.p, drawn.u, drawn.success
@@ -140,7 +148,8 @@ def agent_turn(messages: list[dict[str, Any]], script: dict[str, Any], prof: wor
     tag = (f"[simulated: p={p:.6f} u={u:.6f} relevant={drawn.relevant} "
            f"memory_tokens={drawn.memory_tokens}{f' harmful={drawn.harmful}' if drawn.harmful else ''} "
            f"outcome={'success' if ok else 'failure'}]")
-    shown = sum(len(m.get("tool_calls") or []) for m in messages if m.get("role") == "assistant")
+    shown = sum(1 for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []
+                if (c.get("function") or {}).get("name") != simulated_world.PULL_TOOL)
     done = max(shown, state.calls_made)
     if broken:  # nothing to leave out: the agent fails by answering with a tool call that does not parse
         return {"role": "assistant", "content": tag, "tool_calls": [{
@@ -149,6 +158,21 @@ def agent_turn(messages: list[dict[str, Any]], script: dict[str, Any], prof: wor
         state.calls_made = done + 1
         return oracle.gold_call_message(calls[done], done)
     return {"role": "assistant", "content": f"{final} {tag} {oracle.DONE_MARKER}".strip()}
+
+
+def _pull(messages: list[dict[str, Any]], task_id: str, prof: simulated_world.Profile, seed: object,
+          episode: str | None) -> dict[str, Any] | None:
+    """The recall call of the episode's first step, when the planted chance says it pulls; None otherwise (the
+    draw is made, or it already pulled)."""
+    with _episodes_lock:
+        drawn = episode is not None and episode in _episodes
+    if drawn or any((c.get("function") or {}).get("name") == simulated_world.PULL_TOOL for m in messages
+                    for c in m.get("tool_calls") or []) or not simulated_world.pulls(prof, task_id, seed):
+        return None
+    query = next((str(m.get("content")) for m in messages if m.get("role") == "user" and m.get("content")), "")
+    return {"role": "assistant", "content": None, "tool_calls": [{
+        "id": "recall_0", "type": "function",
+        "function": {"name": simulated_world.PULL_TOOL, "arguments": json.dumps({"query": query or task_id})}}]}
 
 
 def parse_tag(text: str) -> dict[str, Any] | None:
@@ -164,4 +188,5 @@ def install() -> None:
     register_provider(PROVIDER, SimulatedAgent(), replace=False)
 
 
-SERVED = Provider(PROVIDER, install, simulated=True)  # its entry point (pyproject.toml, memdeliv.providers)
+# its memory is counted as the world reads it, so a step's memory tokens and the draw's tag are one figure
+SERVED = Provider(PROVIDER, install, simulated=True, memory_tokens=simulated_world.block_tokens)

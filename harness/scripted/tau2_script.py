@@ -6,7 +6,24 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Protocol
+
+if TYPE_CHECKING:
+    from tau2.data_model.tasks import Task
+
+    from harness.benchmarks.tau2.data import TaskSource
+    from harness.settings import BenchmarkSettings
+
+class Tau2Bench(Protocol):
+    """What the scripts read of a Tau2Benchmark (harness/benchmarks/tau2/adapter.py, which imports this module)."""
+
+    domain: str
+    settings: BenchmarkSettings
+    source: TaskSource
+
+    @property
+    def tool_types(self) -> dict[str, str]: ...
+
 
 # drop_position per (domain, data, task content): replaying gold actions costs ~0.4 s a task, and every job of a
 # sweep (one process) asks again for the same tasks
@@ -14,7 +31,7 @@ _DROPS: dict[tuple[str, str, str], Optional[int]] = {}
 _DROPS_LOCK = threading.Lock()
 
 
-def oracle_script(bench: Any, task: Any, find_drop: bool = False) -> dict[str, Any]:
+def oracle_script(bench: "Tau2Bench", task: Task, find_drop: bool = False) -> dict[str, Any]:
     """Gold actions and facts to say, for the scripted models (oracle self-check, simulated world), of `task`
     in `bench` (a Tau2Benchmark).
 
@@ -34,15 +51,15 @@ def oracle_script(bench: Any, task: Any, find_drop: bool = False) -> dict[str, A
     return script
 
 
-def request_of(task: Any) -> str:
+def request_of(task: Task) -> str:
     """The task's request as its user would state it (the scenario's reason for calling)."""
     instr = getattr(task.user_scenario, "instructions", None)
     return str(getattr(instr, "reason_for_call", None) or "").strip()
 
 
-def drop_position(bench: Any, task: Any) -> Optional[int]:
+def drop_position(bench: "Tau2Bench", task: Task) -> Optional[int]:
     """Replays the gold actions as tau2's DB check does, leaving out one assistant write at a time (last first)."""
-    key = (bench.domain, str(bench.cfg.get("data_dir") or "packaged"),
+    key = (bench.domain, str(bench.settings.data_dir or "packaged"),
            hashlib.sha256(task.model_dump_json().encode()).hexdigest())
     with _DROPS_LOCK:
         if key in _DROPS:

@@ -13,6 +13,7 @@ from typing import Any
 import litellm
 
 from harness.serving.providers import served_here
+from harness.settings import JobSettings, plain
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"  # harness/config.py's, found without the config layer
 
@@ -20,22 +21,22 @@ class ModelCheckError(ValueError):
     pass
 
 
-def check_models(cfg: Any, judge_used: bool = True) -> None:
+def check_models(s: JobSettings, judge_used: bool = True) -> None:
     """Raise ModelCheckError naming the first model of the job that cannot be called, and why.
 
     judge_used: False when no selected task needs the judge (e.g. tau2-bench before v1.0.1): it is never called."""
-    m = cfg.model
+    m = s.model
     if m.gguf:  # a managed local server: its address and key are known only once it runs
         return
     keyed = bool(m.api_key_env)  # the agent and the user simulator get that variable's value as their key
     user_kwargs = m.kwargs if m.user_kwargs is None else m.user_kwargs
     roles = [("model.name", m.name, m.kwargs, keyed), ("model.user_name", m.user_name, user_kwargs, keyed)]
-    judge = cfg.benchmark.get("judge_model")
+    judge = s.benchmark.judge_model
     if judge and judge_used:  # its key: the provider's variable (or judge_kwargs), never model.api_key_env
-        roles.append(("benchmark.judge_model", judge, cfg.benchmark.get("judge_kwargs") or {}, False))
+        roles.append(("benchmark.judge_model", judge, s.benchmark.judge_kwargs, False))
     for field, name, kwargs, has_key in roles:
-        if name and not served_here(str(name)):
-            check_model(field, str(name), dict(kwargs or {}), has_key)
+        if name and not served_here(name):
+            check_model(field, name, plain(kwargs or {}), has_key)
 
 
 def check_model(field: str, name: str, kwargs: dict[str, Any], has_key: bool = False) -> None:

@@ -1,8 +1,13 @@
 """What a model call can end in besides an answer, as exceptions: a module of its own, without LiteLLM (seconds of
 import), so that what only classifies failures (harness/errors.py, the executors) and a command line refused by its
-config check never load it. harness/serving/model_client.py raises them and re-exports them."""
+config check never load it. harness/serving/model_client.py raises them; everyone imports them from here."""
 
 from __future__ import annotations
+
+# How often a failed call is tried again, and the first wait (doubling after): model.max_retries and
+# model.retry_backoff_s default to these (harness/config.py), as does a ModelClient built without them
+MAX_RETRIES = 3
+RETRY_BACKOFF_S = 2.0
 
 
 class ProviderFault(RuntimeError):
@@ -39,7 +44,3 @@ class ProviderUnusable(BaseException):
     episode's labelling, a strategy wrapper) turns it into one more failed episode: no record is written for it,
     and a rerun after the fix resumes where the job stopped (harness/run.py prints it and exits 2)."""
 
-
-class ProviderUnreachable(ProviderUnusable):
-    """The job's first episodes all ended because the provider could not be reached (harness/runner/reach.py);
-    unlike a bad key, those episodes ran and are recorded (infra), and a rerun runs them again."""

@@ -21,9 +21,10 @@ import sys
 import threading
 import time
 import urllib.error
+from types import FrameType
 import urllib.request
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Optional
 
 from harness import secrets
 
@@ -103,7 +104,7 @@ class LocalServer:
         self.port: int | None = None
         self.process: subprocess.Popen | None = None
         self._log: IO[bytes] | None = None
-        self._prev_sigterm: Any = None
+        self._prev_sigterm: signal._HANDLER = None
 
     @property
     def api_base(self) -> str:
@@ -197,7 +198,8 @@ class LocalServer:
         if self._log is not None:
             self._log.close()
             self._log = None
-            secrets.redact_file(self.log_path)  # the server's own output: scrubbed like everything else we keep
+            if self.log_path is not None:
+                secrets.redact_file(self.log_path)  # the server's own output: scrubbed like everything else we keep
         if self._prev_sigterm is not None and threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, self._prev_sigterm)
             self._prev_sigterm = None
@@ -210,11 +212,11 @@ class LocalServer:
     def __enter__(self) -> "LocalServer":
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
-def _raise_exit(signum: int, frame: Any) -> None:
+def _raise_exit(signum: int, frame: Optional[FrameType]) -> None:
     raise SystemExit(128 + signum)
 
 

@@ -22,8 +22,8 @@ from typing import Any, Iterator
 import litellm
 
 from harness.serving import provider_errors
-from harness.serving.faults import (ContextOverflow, InfraError, ProviderFault, ProviderUnreachable,  # noqa: F401
-                                    ProviderUnusable, RequestRejected)  # (re-exported: callers import them here)
+from harness.serving.faults import (MAX_RETRIES, RETRY_BACKOFF_S, ContextOverflow, InfraError, ProviderFault,
+                                    ProviderUnusable, RequestRejected)
 
 litellm.suppress_debug_info = True
 for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):
@@ -110,8 +110,8 @@ class Completion:
 class ModelClient:
     model: str
     kwargs: dict[str, Any] = field(default_factory=dict)
-    max_retries: int = 3
-    retry_backoff_s: float = 2.0
+    max_retries: int = MAX_RETRIES
+    retry_backoff_s: float = RETRY_BACKOFF_S
     max_retry_wait_s: float = 120.0  # a longer Retry-After is capped (the retry still counts)
     metadata: dict[str, Any] | None = None  # only scripted models receive task context
 

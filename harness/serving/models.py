@@ -1,7 +1,8 @@
-"""From a model config to the two clients of an episode (agent and user simulator).
+"""From a job's model settings to the two clients of an episode (agent and user simulator).
 
-`cfg` is the job's `model` config node (harness/config.py ModelConfig); this layer reads it and imports no
-config code. A model served in-process (a scripted model, harness/serving/providers.py) is installed here."""
+`settings` are the job's `ModelSettings` (harness/settings.py); a secret among its kwargs (`${oc.env:VAR}`) is read
+here, from this process's environment (a Ray worker's own). A model served in-process (a scripted model,
+harness/serving/providers.py) is installed here."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from harness import secrets
+from harness.settings import ModelSettings, plain
 from harness.serving.model_client import ModelClient, supports_native_tools
 from harness.serving.providers import Provider, serve
-from harness.serving.providers import serve as serve_scripted  # noqa: F401  (the name bench/ and tests use)
 from strategies import prices
 
 
@@ -25,29 +26,30 @@ class ModelConfigError(ValueError):
 
 @dataclass
 class ModelSpec:
-    cfg: Any  # the job's model config node (ModelConfig)
+    settings: ModelSettings
     api_base: Optional[str] = None  # set while a managed local server serves this model
     api_key: Optional[str] = None
 
     def __post_init__(self) -> None:
-        secrets.register_env(self.cfg.api_key_env)  # redacted by value wherever it shows up (error bodies)
+        secrets.register_env(self.settings.api_key_env)  # redacted by value wherever it shows up (error bodies)
         secrets.register_value(self.api_key)
-        self.provider: Optional[Provider] = serve(self.cfg.name)  # a scripted model: its handler, installed
-        prices.register(self.cfg.name, self.cfg)  # model.price_per_mtok_*: recorded costs use it
-        if self.cfg.api_key_env and not os.environ.get(self.cfg.api_key_env):
-            raise ModelConfigError(f"model {self.cfg.name}: environment variable {self.cfg.api_key_env} is not set")
+        self.provider: Optional[Provider] = serve(self.settings.name)  # a scripted model: its handler, installed
+        m = self.settings
+        prices.register(m.name, m.price_override())  # model.price_per_mtok_*: recorded costs use it
+        if m.api_key_env and not os.environ.get(m.api_key_env):
+            raise ModelConfigError(f"model {m.name}: environment variable {m.api_key_env} is not set")
 
     @property
     def name(self) -> str:
-        return self.cfg.name
+        return self.settings.name
 
     @property
     def user_name(self) -> str:
-        return self.cfg.user_name or self.cfg.name
+        return self.settings.user_name or self.settings.name
 
     @property
     def scripted(self) -> bool:
-        return bool(self.cfg.scripted)
+        return bool(self.settings.scripted)
 
     @property
     def simulated(self) -> bool:
@@ -57,9 +59,9 @@ class ModelSpec:
     @property
     def prompted_tools(self) -> bool:
         """Tool schemas in the prompt and text replies, instead of the provider's native tool calls."""
-        if self.cfg.tool_mode == "auto":
+        if self.settings.tool_mode == "auto":
             return not supports_native_tools(self.name)
-        return self.cfg.tool_mode == "prompted"
+        return self.settings.tool_mode == "prompted"
 
     @property
     def user_prompted_tools(self) -> bool:
@@ -72,36 +74,38 @@ class ModelSpec:
 
     def _kwargs(self, base: dict[str, Any], served: bool = True) -> dict[str, Any]:
         kwargs = dict(base)
-        if self.cfg.api_key_env:  # read at call time; never written to config or records
-            kwargs["api_key"] = os.environ[self.cfg.api_key_env]
+        if self.settings.api_key_env:  # read at call time; never written to config or records
+            kwargs["api_key"] = os.environ[self.settings.api_key_env]
         return {**kwargs, **self.served_kwargs()} if served else kwargs
 
     def clients(self, task_script: dict[str, Any] | None = None) -> tuple[ModelClient, ModelClient]:
-        agent_kwargs = self._kwargs(dict(self.cfg.kwargs))
-        user_base = self.cfg.kwargs if self.cfg.user_kwargs is None else self.cfg.user_kwargs
-        user_kwargs = self._kwargs(dict(user_base), served=self.user_name == self.name)
+        agent_kwargs = self._kwargs(plain(self.settings.kwargs))
+        user_base = self.settings.kwargs if self.settings.user_kwargs is None else self.settings.user_kwargs
+        user_kwargs = self._kwargs(plain(user_base), served=self.user_name == self.name)
         agent_meta = user_meta = None
         if self.scripted:
             extra = dict(agent_kwargs.pop("metadata", None) or {})
             if self.simulated:  # the simulated agent reads its profile and planted world from here, and draws
                 # once per episode: one clients() call is one episode
-                extra.update(profile=self.cfg.profile, world=self.cfg.world, episode=uuid.uuid4().hex)
+                extra.update(profile=self.settings.profile, world=self.settings.world, episode=uuid.uuid4().hex)
             user_kwargs.pop("metadata", None)
             agent_meta = {**extra, "role": "agent", "script": task_script}
             user_meta = {**extra, "role": "user", "script": task_script}
-        common = {"max_retries": self.cfg.max_retries, "retry_backoff_s": self.cfg.retry_backoff_s}
-        return (ModelClient(self.name, agent_kwargs, metadata=agent_meta, **common),
-                ModelClient(self.user_name, user_kwargs, metadata=user_meta, **common))
+        retries, backoff = self.settings.max_retries, self.settings.retry_backoff_s
+        return (ModelClient(self.name, agent_kwargs, metadata=agent_meta, max_retries=retries, retry_backoff_s=backoff),
+                ModelClient(self.user_name, user_kwargs, metadata=user_meta, max_retries=retries,
+                            retry_backoff_s=backoff))
 
 
 @contextmanager
-def open_model(cfg: Any, log_dir: Path | None = None) -> Iterator[ModelSpec]:
+def open_model(settings: ModelSettings, log_dir: Path | None = None) -> Iterator[ModelSpec]:
     """The model of a job, with its managed local server (model.gguf set) running for exactly as long."""
-    if not cfg.gguf:
-        yield ModelSpec(cfg)
+    if not settings.gguf:
+        yield ModelSpec(settings)
         return
     from harness.serving.local_server import API_KEY, LocalServer
 
     log = Path(log_dir) / "local_server.log" if log_dir else None
-    with LocalServer(cfg.gguf, n_ctx=cfg.n_ctx, log_path=log, extra_args=dict(cfg.server_args)) as server:
-        yield ModelSpec(cfg, api_base=server.api_base, api_key=API_KEY)
+    with LocalServer(settings.gguf, n_ctx=settings.n_ctx, log_path=log,
+                     extra_args=plain(settings.server_args)) as server:
+        yield ModelSpec(settings, api_base=server.api_base, api_key=API_KEY)

@@ -93,6 +93,19 @@ def parse_reply(text: str | None, tool_names: Iterable[str]) -> PromptedReply:
     return PromptedReply(call=PromptedCall(name=name, arguments=args))
 
 
+def call_block(text: str | None) -> str | None:
+    """The body of a reply that is exactly one tool-call block (unparsed); None for any other reply."""
+    match = _BLOCK.match(text or "")
+    return match.group("body") if match and (text or "").count(OPEN) == 1 else None
+
+
+def add_tools(system: str, tools: Iterable[dict[str, Any]]) -> str:
+    """A system prompt whose <tools> block (render_tools) also lists `tools` (the step's memory tools)."""
+    specs = render_tools(tools).split("\n</tools>")[0].removeprefix("<tools>\n")
+    head, sep, tail = system.partition("\n</tools>")
+    return f"{head}\n{specs}{sep}{tail}" if sep and specs else system
+
+
 def render_call(name: str, arguments: dict[str, Any]) -> str:
     """A past tool call as the model would have written it (so the history teaches the format)."""
     return f"{OPEN}\n{json.dumps({'name': name, 'arguments': arguments}, ensure_ascii=False)}\n{CLOSE}"

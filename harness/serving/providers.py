@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from strategies.plugins import PluginRegistry
+from foundation.plugins import PluginRegistry
 
 GROUP = "memdeliv.providers"
 
@@ -25,6 +25,9 @@ class Provider:
     name: str  # the model-string prefix: `<name>/<model>`
     install: Callable[[], Any]
     simulated: bool = False  # planted success probabilities, not a language model: a run says so in its manifest
+    # how the ledger counts a delivered memory block for this provider's models (harness/ledger.py); None: the
+    # model's tokenizer, as LiteLLM counts it
+    memory_tokens: Optional[Callable[[str], int]] = None
 
 
 class UnknownProvider(KeyError):

@@ -6,6 +6,6 @@ them)."""
 
 from __future__ import annotations
 
-from harness.store.run_store import REDACTED, RESULTS, RETRIES, RunStore, RunStoreError, now_iso, redact, redact_text
+from harness.store.run_store import RESULTS, RunStore, RunStoreError, now_iso, redact
 
-__all__ = ["REDACTED", "RESULTS", "RETRIES", "RunStore", "RunStoreError", "now_iso", "redact", "redact_text"]
+__all__ = ["RESULTS", "RunStore", "RunStoreError", "now_iso", "redact"]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from harness.store import RunStore, RunStoreError, now_iso
-from strategies.atomic import write_text_atomic
+from foundation.atomic import write_text_atomic
 
 
 class JobLocked(RunStoreError):

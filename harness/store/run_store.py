@@ -32,8 +32,8 @@ import yaml
 
 from harness import secrets
 from harness.row import RESULTS, Row, RowError, parse_rows, read_rows
-from harness.secrets import REDACTED, redact_text  # noqa: F401  (re-exported: benchmarks import it here)
-from strategies.atomic import write_text_atomic
+from harness.secrets import REDACTED
+from foundation.atomic import write_text_atomic
 
 RETRIES = "retries.jsonl"  # an online learner's re-runs (harness/runner/reflect_and_retry.py)
 MANIFEST = "manifest.json"
@@ -52,7 +52,7 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def redact(value: Any, key: str = "", _redactor: secrets.Redactor | None = None) -> Any:
+def redact(value: object, key: str = "", _redactor: secrets.Redactor | None = None) -> Any:
     """Secrets out of anything we write: by key name, by known secret values, by known key shapes."""
     scrub = _redactor or secrets.redactor()  # looked up once per call tree, not per string
     if isinstance(value, dict):
@@ -138,7 +138,7 @@ class RunStore:
             manifest["jobs"][job_key].pop("ended", None)
             self._write_manifest(manifest)
 
-    def close_job(self, job_key: str, **facts: Any) -> None:
+    def close_job(self, job_key: str, **facts: object) -> None:
         with self.locked():
             manifest = self._read_manifest()
             job = manifest.setdefault("jobs", {}).setdefault(job_key, {})

@@ -106,10 +106,7 @@ class AceOnline(AcePlaybook):
     def build(self, trajectories: Any) -> None:
         """Offline from stored episodes: the same update, once per trajectory, in the order given."""
         for trajectory in trajectories:
-            self.update(trajectory)
-
-    def update(self, trajectory: Trajectory) -> None:
-        self.learn(trajectory)
+            self.learn(trajectory)
 
     def learn(self, trajectory: Trajectory, rerun: Callable[[], Trajectory | None] | None = None,
               gold: Callable[[], str | None] | None = None, samples: int | None = None) -> dict[str, Any]:

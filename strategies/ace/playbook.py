@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable
 
-from strategies.atomic import write_text_atomic
+from foundation.atomic import write_text_atomic
 from strategies.base import Guideline
 from strategies.artifact_rows import MemoryFileError, read_rows
 

@@ -28,7 +28,7 @@ from strategies.ace.pruning import enforce_budget
 from strategies.ace.pruning import drop_order
 from strategies.ace.roles import cited_steps
 from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory
-from strategies.budget import FALLBACK_TOKENIZER_MODEL, budget_option, fit_budget, token_counter  # noqa: F401
+from strategies.budget import budget_option, fit_budget, token_counter
 from strategies.options import check_types
 from strategies.registry import StrategyContext
 
@@ -113,9 +113,6 @@ class AcePlaybook(StrategyBase):
         with self._lock:
             retry = self._retry.get(task.task_id)
             return retry if retry is not None else self._delivery
-
-    def update(self, trajectory: Trajectory) -> None:
-        return None
 
     def record_facts(self, trajectory: Trajectory | None) -> dict[str, Any]:
         """Runner hook: fields for the episode's record. `cited_steps`: agent turns that cited a bullet (the

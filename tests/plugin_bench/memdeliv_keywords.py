@@ -41,17 +41,17 @@ class KeywordBenchmark(BenchmarkBase):
     """Placements and every optional capability come from BenchmarkBase's defaults, except load_trajectory."""
 
     def validate(self) -> None:
-        if self.cfg.split not in TASKS:
-            raise ValueError(f"{self.name}: unknown split {self.cfg.split!r}; valid: {', '.join(TASKS)}")
-        unknown = [str(t) for t in self.cfg.task_ids or () if str(t) not in TASKS[self.cfg.split]]
+        if self.settings.split not in TASKS:
+            raise ValueError(f"{self.name}: unknown split {self.settings.split!r}; valid: {', '.join(TASKS)}")
+        unknown = [str(t) for t in self.settings.task_ids or () if str(t) not in TASKS[self.settings.split]]
         if unknown:
-            raise ValueError(f"{self.name}/{self.cfg.split}: unknown task ids {unknown}")
+            raise ValueError(f"{self.name}/{self.settings.split}: unknown task ids {unknown}")
 
     def tasks(self) -> list[KeywordTask]:
-        tasks = [KeywordTask(i, k) for i, k in TASKS[self.cfg.split].items()]
-        if self.cfg.task_ids:
-            tasks = [t for t in tasks if t.id in {str(i) for i in self.cfg.task_ids}]
-        return tasks[: self.cfg.limit] if self.cfg.limit is not None else tasks
+        tasks = [KeywordTask(i, k) for i, k in TASKS[self.settings.split].items()]
+        if self.settings.task_ids:
+            tasks = [t for t in tasks if t.id in {str(i) for i in self.settings.task_ids}]
+        return tasks[: self.settings.limit] if self.settings.limit is not None else tasks
 
     def run_episode(self, task: KeywordTask, *, trial: int, seed: int, strategy: Any, model: Any, counter: Any,
                     trajectory_path: Path) -> tuple[EpisodeRecord, Trajectory]:

@@ -25,7 +25,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from harness.assembly.job_config import options_for
 from harness.assembly.options import PLACEMENTS, check
 from harness.benchmarks.appworld.agent import DEFAULT_PLACEMENT, ReActCodeAgent, StepRecord, build_messages
 from harness.benchmarks.episode import EpisodeFrame
@@ -35,6 +34,8 @@ from harness.ledger import MemoryTokenCounter
 from harness.errors import INFRA, MAX_STEPS
 from harness.records import EpisodeRecord
 from harness.row import RowLike
+from harness.serving.models import ModelSpec
+from harness.settings import BenchmarkSettings
 from strategies import EMPTY, Strategy, TaskView, Trajectory
 
 REPO = Path(__file__).resolve().parents[3]
@@ -132,29 +133,28 @@ class AppWorldBenchmark(BenchmarkBase):
     placements = PLACEMENTS
     default_placement = DEFAULT_PLACEMENT  # ACE's AppWorld layout: the playbook in the first user message
 
-    def __init__(self, cfg: Any):
-        self.cfg = cfg
-        self.name = cfg.name
+    def __init__(self, settings: BenchmarkSettings):
+        super().__init__(settings)
         self._pool: Optional[WorkerPool] = None
         self._pool_lock = threading.Lock()
 
     # ---- what the runner calls -------------------------------------------------------------
     def validate(self) -> None:
-        if self.cfg.split not in SPLITS:
-            raise ValueError(f"{self.name}: unknown split {self.cfg.split!r}; valid: {', '.join(SPLITS)}")
+        if self.settings.split not in SPLITS:
+            raise ValueError(f"{self.name}: unknown split {self.settings.split!r}; valid: {', '.join(SPLITS)}")
         try:
-            check(self.cfg.placement, placements=self.placements)
+            check(self.settings.placement, placements=self.placements)
         except ValueError as exc:
             raise ValueError(f"{self.name}: {exc}") from None
-        if self.cfg.max_steps < 1:
-            raise ValueError(f"{self.name}: benchmark.max_steps must be >= 1, got {self.cfg.max_steps}")
+        if self.settings.max_steps < 1:
+            raise ValueError(f"{self.name}: benchmark.max_steps must be >= 1, got {self.settings.max_steps}")
         if not (VENV / ".setup-done").exists():
             raise ValueError("AppWorld's engine venv (.venv-appworld) is not set up: run `make setup`")
         known = set(self._split_ids)  # finds (or fetches) the data; DataMissing is a config error
-        if self.cfg.task_ids:
-            missing = [str(t) for t in self.cfg.task_ids if str(t) not in known]
+        if self.settings.task_ids:
+            missing = [str(t) for t in self.settings.task_ids if str(t) not in known]
             if missing:
-                raise ValueError(f"{self.name}/{self.cfg.split}: unknown task ids {missing}")
+                raise ValueError(f"{self.name}/{self.settings.split}: unknown task ids {missing}")
 
     @cached_property
     def root(self) -> Path:
@@ -162,19 +162,19 @@ class AppWorldBenchmark(BenchmarkBase):
 
     @cached_property
     def _split_ids(self) -> list[str]:
-        path = self.root / "data" / "datasets" / f"{self.cfg.split}.txt"
+        path = self.root / "data" / "datasets" / f"{self.settings.split}.txt"
         if not path.is_file():
-            raise DataMissing(f"AppWorld data under {self.root} has no {self.cfg.split} split ({path} is missing)")
+            raise DataMissing(f"AppWorld data under {self.root} has no {self.settings.split} split ({path} is missing)")
         return [line.strip().split(":")[0] for line in path.read_text().splitlines() if line.strip()]
 
     def tasks(self) -> list[AppWorldTask]:
         ids = self._split_ids
-        if self.cfg.task_ids:
-            wanted = {str(t) for t in self.cfg.task_ids}
+        if self.settings.task_ids:
+            wanted = {str(t) for t in self.settings.task_ids}
             ids = [i for i in ids if i in wanted]
-        if self.cfg.limit is not None:
-            ids = ids[: self.cfg.limit]
-        return [AppWorldTask(id=i, split=self.cfg.split) for i in ids]
+        if self.settings.limit is not None:
+            ids = ids[: self.settings.limit]
+        return [AppWorldTask(id=i, split=self.settings.split) for i in ids]
 
     @cached_property
     def _scenario_sizes(self) -> Counter:
@@ -197,7 +197,7 @@ class AppWorldBenchmark(BenchmarkBase):
         if pool is not None:
             pool.close()
 
-    def run_episode(self, task: AppWorldTask, *, trial: int, seed: int, strategy: Strategy, model: Any,
+    def run_episode(self, task: AppWorldTask, *, trial: int, seed: int, strategy: Strategy, model: ModelSpec,
                     counter: MemoryTokenCounter, trajectory_path: Path) -> tuple[EpisodeRecord, Trajectory]:
         """One task x trial: open the world, run the agent, let AppWorld's evaluator judge; record and trajectory."""
         frame = EpisodeFrame()
@@ -205,7 +205,7 @@ class AppWorldBenchmark(BenchmarkBase):
         opened: dict[str, Any] = {}
         evaluation: Optional[dict[str, Any]] = None
         agent: Optional[ReActCodeAgent] = None
-        step_timeout = float(self.cfg.step_timeout_s)
+        step_timeout = float(self.settings.step_timeout_s)
         with self.workers().lease() as worker:
             try:
                 opened = worker.request("open", OPEN_TIMEOUT_S, task_id=task.id, experiment_name=EXPERIMENT,
@@ -213,8 +213,8 @@ class AppWorldBenchmark(BenchmarkBase):
                 view = TaskView(benchmark=self.name, task_id=task.id, description=opened["instruction"])
                 client, _ = model.clients(task_script=self.oracle_script(task, opened) if model.scripted else None)
                 client.kwargs["seed"] = seed
-                agent = ReActCodeAgent(client, strategy, view, frame.ledger, counter, max_steps=self.cfg.max_steps,
-                                       assembly_options=options_for(self.cfg, model.cfg))
+                agent = ReActCodeAgent(client, strategy, view, frame.ledger, counter, max_steps=self.settings.max_steps,
+                                       assembly_options=self.assembly)
 
                 def execute(code: str) -> tuple[str, bool]:
                     reply = worker.request("execute", step_timeout + 60, code=code)

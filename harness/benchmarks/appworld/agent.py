@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 from harness.assembly.layout import Layout, place
-from harness.assembly.observations import TRUNCATED  # noqa: F401  (re-exported: the marker tests and readers look for)
 from harness.assembly.observations import cut_observation
 from harness.assembly.options import MAX_OBSERVATION_CHARS, AssemblyOptions, check
 from harness.assembly.step import AgentStep
@@ -221,6 +220,7 @@ class StepRecord:
     observation: str
     working_reply: Optional[str] = None  # answer_mode=rebuild: the reply the rebuilt one replaced
     rebuild_discarded: Optional[str] = None  # a rebuilt reply that did not answer: the working one stood
+    memory: bool = False  # a memory-tool call the step answered (docs/memory-tools.md): the engine never ran it
 
 
 @dataclass
@@ -240,7 +240,7 @@ class ReActCodeAgent:
         self.opts = assembly_options or AssemblyOptions(placement=DEFAULT_PLACEMENT,
                                                         max_observation_chars=MAX_OBSERVATION_CHARS)
         self.client, self.max_steps = client, max_steps
-        self.step = AgentStep(client, strategy, task_view, ledger, counter, self.opts)
+        self.step = AgentStep(client, strategy, task_view, ledger, counter, self.opts, tool_format="code")
         self.result = EpisodeResult()
 
     def run(self, supervisor: dict[str, str], instruction: str,
@@ -252,6 +252,9 @@ class ReActCodeAgent:
         while len(result.steps) < self.max_steps:
             history = conversation(supervisor, instruction, result.steps)
             request, completion = self.step.take(len(result.steps), SYSTEM, history, shape)
+            for call, answer in zip(self.step.exchange_messages[::2], self.step.exchanges):  # answered by memory
+                result.steps.append(StepRecord(call["content"] or "", extract_code(call["content"]), answer.answer,
+                                               memory=True))
             reply = completion.content or ""
             code = extract_code(reply)
             record = StepRecord(reply=reply, code=code, observation="")

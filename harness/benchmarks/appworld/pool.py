@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Iterator, cast
 
-from harness.serving.model_client import InfraError
+from harness.serving.faults import InfraError
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 _PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ")  # model keys never reach agent-run code
@@ -60,7 +60,7 @@ class Worker:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def request(self, op: str, timeout_s: float, **args: Any) -> Any:
+    def request(self, op: str, timeout_s: float, **args: object) -> Any:
         if not self.alive:
             raise WorkerError(f"AppWorld worker {self.pid} is not running{self._log_tail()}")
         try:

@@ -22,20 +22,21 @@ from tau2.orchestrator.orchestrator import Orchestrator
 from tau2.run import get_info
 from tau2.utils.utils import get_now
 
-from harness.assembly.job_config import options_for
 from harness.benchmarks.episode import EpisodeFrame
 from harness.benchmarks.protocol import BenchmarkBase
 from harness.benchmarks.tau2.agent import AGENT_KINDS, AGENT_NAME, MalformedOutput, agent_class
 from harness.benchmarks.tau2.data import TaskSource, configured_data_dir, graded_by_nl, needs_nl_judge
 from harness.benchmarks.tau2.judge import judging
 from harness.benchmarks.tau2.results import ERROR_OF, feedback, partial_simulation, trajectory_messages
-from harness.benchmarks.tau2.runtime import register_agent
+from harness.benchmarks.tau2.runtime import commit_from_harness, register_agent
 from harness.benchmarks.tau2.user import LedgerUser
 from harness.errors import AGENT
 from harness.ledger import MemoryTokenCounter
 from harness.records import EpisodeRecord
 from harness.row import RowLike
+from harness.settings import BenchmarkSettings, plain
 from harness.serving.model_client import ModelClient
+from harness.serving.models import ModelSpec
 from strategies import Strategy, TaskView, Trajectory
 from strategies.base import first_user_text
 
@@ -46,14 +47,14 @@ SPLITS = {"retail": ("train", "test", "base"), "airline": ("train", "test", "bas
 class Tau2Benchmark(BenchmarkBase):
     """One τ² domain and split, as the runner sees it (the Benchmark protocol; placements: assembly's)."""
 
-    def __init__(self, cfg: Any):
-        self.cfg = cfg
-        self.domain = cfg.domain
-        self.name = cfg.name
-        self.source = TaskSource(self.domain, configured_data_dir(cfg.get("data_dir")))
-        self.agent_kind = cfg.get("agent") or "tool_calling"
-        self.judge_model = cfg.get("judge_model") or None
+    def __init__(self, settings: BenchmarkSettings):
+        super().__init__(settings)
+        self.domain = settings.domain
+        self.source = TaskSource(self.domain, configured_data_dir(settings.data_dir))
+        self.agent_kind = settings.agent
+        self.judge_model = settings.judge_model or None
         register_agent()  # once per process: our agent's name in tau2's registry (runtime.py)
+        commit_from_harness()  # once per process: the commit tau2's Results info carries (runtime.py)
 
     def needs_judge(self) -> bool:
         """Whether a selected task is graded by NL assertions, so benchmark.judge_model will be called."""
@@ -66,22 +67,22 @@ class Tau2Benchmark(BenchmarkBase):
             raise ValueError(f"benchmark.agent={self.agent_kind!r}; valid: {', '.join(AGENT_KINDS)}")
         self.source.check()
         splits = self.source.splits() or SPLITS[self.domain]
-        if self.cfg.split not in splits:
-            raise ValueError(f"{self.name}: unknown split {self.cfg.split!r}; valid: {', '.join(splits)}")
-        if self.cfg.task_ids:
+        if self.settings.split not in splits:
+            raise ValueError(f"{self.name}: unknown split {self.settings.split!r}; valid: {', '.join(splits)}")
+        if self.settings.task_ids:
             known = {t.id for t in self._all_tasks}
-            missing = [t for t in self.cfg.task_ids if str(t) not in known]
+            missing = [t for t in self.settings.task_ids if str(t) not in known]
             if missing:
-                raise ValueError(f"{self.name}/{self.cfg.split}: unknown task ids {missing}")
+                raise ValueError(f"{self.name}/{self.settings.split}: unknown task ids {missing}")
         judged = [t.id for t in self.tasks() if needs_nl_judge(t)]
         if judged and not self.judge_model:
-            raise ValueError(f"{self.name}/{self.cfg.split}: {len(judged)} task(s) are graded by NL assertions "
+            raise ValueError(f"{self.name}/{self.settings.split}: {len(judged)} task(s) are graded by NL assertions "
                              f"(e.g. {judged[0]}), which need an LLM judge: set benchmark.judge_model=<LiteLLM model> "
                              f"(tau2-bench v1.0.1 uses openai/gpt-4.1-2025-04-14)")
 
     @cached_property
     def _all_tasks(self) -> list[Task]:
-        return self.source.load_tasks(self.cfg.split)
+        return self.source.load_tasks(self.settings.split)
 
     @property
     def task_set(self) -> dict[str, Any]:
@@ -104,11 +105,11 @@ class Tau2Benchmark(BenchmarkBase):
 
     def tasks(self) -> list[Task]:
         tasks = self._all_tasks
-        if self.cfg.task_ids:
-            wanted = [str(t) for t in self.cfg.task_ids]
+        if self.settings.task_ids:
+            wanted = [str(t) for t in self.settings.task_ids]
             tasks = [t for t in tasks if t.id in wanted]
-        if self.cfg.limit is not None:
-            tasks = tasks[: self.cfg.limit]
+        if self.settings.limit is not None:
+            tasks = tasks[: self.settings.limit]
         return tasks
 
     @staticmethod
@@ -121,8 +122,8 @@ class Tau2Benchmark(BenchmarkBase):
     def _info(self):
         return get_info(domain=self.domain, agent=AGENT_NAME, user="user_simulator", llm_agent="(see config.yaml)",
                         llm_args_agent={}, llm_user="(see config.yaml)", llm_args_user={},
-                        num_trials=self.cfg.trials, max_steps=self.cfg.max_steps,
-                        max_errors=self.cfg.max_errors, seed=self.cfg.seed)
+                        num_trials=self.settings.trials, max_steps=self.settings.max_steps,
+                        max_errors=self.settings.max_errors, seed=self.settings.seed)
 
     @property
     def tool_types(self) -> dict[str, str]:
@@ -144,7 +145,7 @@ class Tau2Benchmark(BenchmarkBase):
             lines.append("information to communicate: " + "; ".join(str(x) for x in crit.communicate_info))
         return "\n".join(lines) or "(this task has no gold actions)"
 
-    def run_episode(self, task: Task, *, trial: int, seed: int, strategy: Strategy, model: Any,
+    def run_episode(self, task: Task, *, trial: int, seed: int, strategy: Strategy, model: ModelSpec,
                     counter: MemoryTokenCounter, trajectory_path: Path) -> tuple[EpisodeRecord, Trajectory]:
         """Run one task x trial with tau2's orchestrator and evaluator; its record and trajectory."""
         frame = EpisodeFrame()
@@ -159,11 +160,11 @@ class Tau2Benchmark(BenchmarkBase):
         agent = agent_class(self.agent_kind)(
             tools=env.get_tools(), domain_policy=env.get_policy(), llm=agent_client.model, strategy=strategy,
             task_view=view, client=agent_client, ledger=frame.ledger, memory_counter=counter,
-            prompted=model.prompted_tools, assembly_options=options_for(self.cfg, model.cfg))
+            prompted=model.prompted_tools, assembly_options=self.assembly)
         user = LedgerUser(tools=user_tools, instructions=str(task.user_scenario), llm=user_client.model,
                           client=user_client, ledger=frame.ledger, prompted=model.user_prompted_tools)
         orchestrator = Orchestrator(domain=self.domain, agent=agent, user=user, environment=env, task=task,
-                                    max_steps=self.cfg.max_steps, max_errors=self.cfg.max_errors, seed=seed)
+                                    max_steps=self.settings.max_steps, max_errors=self.settings.max_errors, seed=seed)
         start_time = get_now()
         try:
             simulation = orchestrator.run()
@@ -195,12 +196,12 @@ class Tau2Benchmark(BenchmarkBase):
                             task_text=seen, trajectory=trajectory, task_set=self.task_set, agent=self.agent_kind,
                             judge_model=self.judge_model)
 
-    def _judge_client(self, model: Any) -> Optional[ModelClient]:
+    def _judge_client(self, model: ModelSpec) -> Optional[ModelClient]:
         if not self.judge_model:
             return None
-        kwargs = {"temperature": 0.0, **dict(self.cfg.get("judge_kwargs") or {})}  # tau2's judge temperature
-        return ModelClient(self.judge_model, kwargs, max_retries=model.cfg.max_retries,
-                           retry_backoff_s=model.cfg.retry_backoff_s)
+        kwargs = {"temperature": 0.0, **plain(self.settings.judge_kwargs)}  # tau2's judge temperature
+        return ModelClient(self.judge_model, kwargs, max_retries=model.settings.max_retries,
+                           retry_backoff_s=model.settings.retry_backoff_s)
 
     def load_trajectory(self, path: Path, record: RowLike) -> Trajectory:
         """A stored episode (tau2 Results file) as the strategy protocol's Trajectory."""

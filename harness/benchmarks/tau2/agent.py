@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from tau2.agent.base import AgentError
 from tau2.agent.llm_agent import LLMAgent, LLMAgentState
-from tau2.data_model.message import AssistantMessage, MultiToolMessage, SystemMessage, ToolCall
+from tau2.data_model.message import AssistantMessage, MultiToolMessage, SystemMessage, ToolCall, ToolMessage
 from tau2.utils.llm_utils import to_litellm_messages
 
 from harness.assembly.layout import chat_layout
@@ -55,7 +55,8 @@ class MemoryAgent(LLMAgent):
         self.layout = chat_layout(self.opts.placement, self.client.model)
         self.step = AgentStep(self.client, strategy, task_view, self.ledger,
                               memory_counter or MemoryTokenCounter(self.client.model), self.opts,
-                              measure=self._measure, send=self._send)
+                              measure=self._measure, send=self._send,
+                              tool_format="prompted" if prompted else "native")
 
     def set_seed(self, seed: int) -> None:
         self.client.kwargs["seed"] = seed
@@ -72,6 +73,7 @@ class MemoryAgent(LLMAgent):
         request = self.step.prepare(len(self.ledger.agent_steps), base, history, self.layout)
         state.system_messages = [SystemMessage(role="system", content=request.messages[0]["content"])]
         reply = self.respond(request)
+        reply = self._keep_memory_calls(state, reply)
         if self.opts.answer_mode == "rebuild" and not reply.tool_calls and turn_has_tool_calls(history):
             reply = self._rebuild_answer(reply, request.delivered, history)
         state.messages.append(reply)
@@ -81,15 +83,32 @@ class MemoryAgent(LLMAgent):
         """One agent turn from the step's request (the react variant makes two calls here)."""
         return self._to_message(self.step.call(request))
 
+    def _keep_memory_calls(self, state: LLMAgentState, reply: AssistantMessage) -> AssistantMessage:
+        """This turn's memory-tool calls and answers (answered inside the step) join the agent's own history, so
+        later steps show them to the model, and the reply's raw_data, so the trajectory file shows them. tau2's
+        orchestrator, environment and evaluator receive only the reply (docs/memory-tools.md)."""
+        if not self.step.exchanges:
+            return reply
+        for m in self.step.exchange_messages:
+            if m["role"] == "tool":
+                state.messages.append(ToolMessage(id=m["tool_call_id"], role="tool", content=m["content"],
+                                                  requestor="assistant", error=m["content"].startswith("Error:")))
+                continue
+            calls = [ToolCall(id=c["id"], name=c["function"]["name"], arguments=_arguments(c["function"]["arguments"]))
+                     for c in m["tool_calls"]]
+            state.messages.append(AssistantMessage(role="assistant", content=None, tool_calls=calls))
+        raw = {**(reply.raw_data or {}), "memory_calls": [e.to_dict() for e in self.step.exchanges]}
+        return reply.model_copy(update={"raw_data": raw})
+
     def _measure(self, messages: list[dict[str, Any]]) -> int:
         if self.prompted:
             return request_tokens(self.client.model, to_text_messages(messages))
-        return request_tokens(self.client.model, messages, self.tool_schemas)
+        return request_tokens(self.client.model, messages, self.tool_schemas + self.step.memory_schemas)
 
     def _send(self, messages: list[dict[str, Any]], tools: bool):
         if self.prompted:
             return self.client.complete(to_text_messages(messages))
-        return self.client.complete(messages, tools=self.tool_schemas if tools else None)
+        return self.client.complete(messages, tools=self.tool_schemas + self.step.memory_schemas if tools else None)
 
     def _rebuild_answer(self, working: AssistantMessage, delivery: Delivery, history) -> AssistantMessage:
         """answer_mode=rebuild: the reply to the user regenerated from a clean request (no tool scaffolding)."""
@@ -149,6 +168,15 @@ class ReactMemoryAgent(ReactTurn, MemoryAgent):
 
 def agent_class(kind: str) -> type:
     return ReactMemoryAgent if kind == "react" else MemoryAgent
+
+
+def _arguments(text: str) -> dict[str, Any]:
+    """A memory call's arguments as tau2's ToolCall holds them (an object; a malformed call keeps its raw text)."""
+    try:
+        value = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError:
+        value = None
+    return value if isinstance(value, dict) else {"raw_arguments": text}
 
 
 def usage_dict(usage) -> dict[str, Any]:

@@ -19,11 +19,12 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import ItemsView, ValuesView
+from collections.abc import ItemsView, Iterable, ValuesView
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
+from tau2.environment.toolkit import ToolKitBase
 
 DB = TypeVar("DB", bound=BaseModel)
 _ATOMS = (str, int, float, bool, type(None), bytes)
@@ -51,7 +52,7 @@ def fresh(db_class: type[DB], path: Path | str) -> DB:
     return _model_copy(pristine, tables=True)
 
 
-def fast_hash(tools: Any) -> None:
+def fast_hash(tools: ToolKitBase) -> None:
     """`tools.get_db_hash()` (tau2's sha256 of json.dumps(db.model_dump(), sort_keys=True, default=str)) from
     each record's JSON, cached for the records nothing reached: the same string, built from parts. After tau2
     replaced the database (update_db validates a new one) or for a class that serialises in its own way,
@@ -89,25 +90,25 @@ def _table_json(table: "Table") -> str:
     return _joined(parts)
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _joined(parts: Any) -> str:
+def _joined(parts: Iterable[tuple[str, str]]) -> str:
     """A JSON object from (key, value's JSON) pairs, written as json.dumps writes one."""
     return "{" + ", ".join(f"{json.dumps(key)}: {text}" for key, text in parts) + "}"
 
 
-def deep_copy(value: Any) -> Any:
+def deep_copy(value: object) -> Any:
     """copy.deepcopy for pydantic models, dicts and lists of immutable leaves, several times faster (no memo: a
     database is a tree); anything else goes to copy.deepcopy."""
     kind = type(value)
     if kind in _LEAVES or isinstance(value, _ATOMS):
         return value
     if kind is dict:
-        return {k: v if type(v) in _LEAVES else deep_copy(v) for k, v in value.items()}
+        return {k: v if type(v) in _LEAVES else deep_copy(v) for k, v in cast(dict, value).items()}
     if kind is list:
-        return [v if type(v) in _LEAVES else deep_copy(v) for v in value]
+        return [v if type(v) in _LEAVES else deep_copy(v) for v in cast(list, value)]
     if isinstance(value, BaseModel):
         return _model_copy(value, tables=False)
     return copy.deepcopy(value)
@@ -129,7 +130,7 @@ def _model_copy(model: BaseModel, tables: bool) -> Any:
     return new
 
 
-def _is_table(value: Any) -> bool:
+def _is_table(value: object) -> bool:
     return type(value) is dict and all(isinstance(v, BaseModel) for v in value.values())
 
 

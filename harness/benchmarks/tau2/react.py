@@ -13,11 +13,14 @@ composes `ReactMemoryAgent(ReactTurn, MemoryAgent)`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tau2.data_model.message import AssistantMessage
 
 from harness.assembly.step import AgentStep, StepRequest
+
+if TYPE_CHECKING:
+    from harness.serving.model_client import Completion
 
 THINK = ("Before you answer, think step by step about what to do next: what the user wants, what you already "
          "know, whether the policy requires a step first, and whether to call a tool or reply to the user. "
@@ -34,7 +37,7 @@ class ReactTurn:
     if TYPE_CHECKING:
         step: AgentStep
 
-        def _to_message(self, completion: Any) -> AssistantMessage: ...
+        def _to_message(self, completion: Completion) -> AssistantMessage: ...
 
     def respond(self, request: StepRequest) -> AssistantMessage:
         thought = self.step.call(request, [*request.messages, {"role": "user", "content": THINK}], tools=False)

@@ -8,7 +8,7 @@ import time
 from typing import Any, Optional
 
 from tau2.data_model.message import AssistantMessage
-from tau2.data_model.simulation import SimulationRun, TerminationReason
+from tau2.data_model.simulation import RewardInfo, SimulationRun, TerminationReason
 from tau2.orchestrator.orchestrator import Orchestrator
 from tau2.utils.llm_utils import to_litellm_messages
 from tau2.utils.utils import get_now
@@ -44,7 +44,7 @@ def trajectory_messages(messages: list[Any]) -> tuple[dict[str, Any], ...]:
     return tuple(out)
 
 
-def feedback(reward_info: Any) -> str:
+def feedback(reward_info: Optional[RewardInfo]) -> str:
     """The evaluator's own report (DB check, communicated facts), for reflectors that may see it."""
     if reward_info is None:
         return ""

@@ -30,7 +30,7 @@ from harness.errors import HARNESS, INFRA
 from harness.ledger import Ledger
 from harness.records import EpisodeRecord
 from harness.serving.model_client import Usage
-from harness.store import redact_text
+from harness.secrets import redact_text
 from strategies.base import first_user_text
 
 
@@ -140,7 +140,7 @@ def choose_split(task_ids: set[str], splits: dict[str, list[str]], asked: Option
     return min(holding, key=lambda name: len(splits[name]))
 
 
-def _usage(message: Any) -> Optional[Usage]:
+def _usage(message: object) -> Optional[Usage]:
     usage = getattr(message, "usage", None)
     if not isinstance(usage, dict):
         return None

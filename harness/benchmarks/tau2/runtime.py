@@ -5,6 +5,9 @@ or the adapter):
   loguru; only errors reach stderr. The package's __init__ calls it, as it must run before tau2 is imported.
 - `register_agent()`: our agent under AGENT_NAME in tau2's registry (the name the Results files carry), called
   when a Tau2Benchmark is built.
+- `commit_from_harness()`: the commit tau2 writes into a Results file's info is the harness's own (the run
+  manifest's), looked up without tau2's `git rev-parse` in the working directory, which outside a checkout makes
+  git print "fatal" and tau2 log an ERROR on every cell. Called with `register_agent()`.
 """
 
 from __future__ import annotations
@@ -41,3 +44,13 @@ def register_agent() -> None:
 
         if AGENT_NAME not in registry.get_agents():
             registry.register_agent(MemoryAgent, AGENT_NAME)
+
+
+def commit_from_harness() -> None:
+    if _once("commit"):
+        import tau2.run
+
+        from harness.store.run_store import git_state
+
+        sha = git_state()["sha"] or "unknown"  # tau2's own word when git has none
+        tau2.run.get_commit_hash = lambda: sha  # type: ignore[attr-defined]  # get_info looks it up in its module

@@ -1,5 +1,5 @@
 """One atomic file write: a temp file beside the target, then `replace`, so a reader or a crash never sees half
-a file. In the bottom layer (strategies) so strategies, the harness and analysis can all use it."""
+a file. In foundation/, below strategies, the harness and analysis, which all use it."""
 
 from __future__ import annotations
 

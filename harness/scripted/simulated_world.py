@@ -3,11 +3,12 @@
 Shared by the simulated agent (harness/scripted/simulated.py), which applies it to the prompt it receives,
 and by everything that needs the *expected* result (tests, analysis.power): both call the same functions,
 so the planted effect is known exactly. Pure Python; no tau2, no runner. Only the token counter imports
-LiteLLM, lazily. It sits in strategies (the bottom layer, beside the memory formats it reads) so analysis
-imports it without importing the harness.
+LiteLLM, lazily. It sits with the scripted models it drives, and imports no harness code, so analysis imports it
+as a plain definition (tests/test_import_graph.py's SHARED_DEFINITIONS) without loading the harness.
 
     p = base + lift x (relevant guidelines delivered) - harm x (harmful guidelines delivered)
-        - rot x max(0, memory tokens - threshold) / 1000,  clipped to [0, 1]
+        + instruction x (the memory instruction read) - rot x max(0, memory tokens - threshold) / 1000,
+        clipped to [0, 1]
 
 * A guideline is *delivered* when a memory bullet line of a system or user message carries its exact text
   (memory may sit after the policy, in the first user message or at the end of the conversation; tool results
@@ -20,6 +21,17 @@ imports it without importing the harness.
   written by the corruption operator (harness/memory/corrupt.py) for the lessons it corrupts. Without harms the
   world is exactly the one above (the harm term is 0 and nothing the agent writes changes).
 * *Memory tokens* = the gpt-4o token count of every memory bullet line in the system and user messages.
+* *Content* is what a bullet's text is: a bullet whose text is no guideline of the artifact (the `placebo`
+  control arm's neutral lines, strategies/placebo.py) delivers nothing and costs its tokens, so placebo pays the
+  length term of the block it matches and none of the lift (docs/controls.md).
+* *The memory instruction* is read when a system or user line ends with the instruction `full`'s frame carries
+  (strategies.base.INSTRUCTION; `protocol_only` delivers that frame alone). Its planted effect is
+  `Profile.instruction`, 0 in both profiles: being told memory follows, with none to read, neither helps nor
+  hurts, so `protocol_only - none` is 0 and `full - none` is what it always was.
+* With a memory tool `recall_guidelines` offered (on_demand), the agent calls it on its first step with chance
+  `pull` (fixed per task and trial seed), its query the user's first message; the bullet lines of the answer are
+  read as delivered (and their tokens counted) like the prompt's, so it gains a relevant guideline only when the
+  retriever returned it. The reading is then made at the step after the answer.
 * One reading per episode: the simulated agent applies this to the prompt of the episode's FIRST agent step and
   keeps that p and draw for the whole episode (harness/scripted/simulated.py).
 * The draw: u = sha256(task id | trial seed | what was read) in [0, 1); the episode succeeds iff u < p. The same
@@ -41,6 +53,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from strategies.base import INSTRUCTION
+
 PROVIDER = "memdeliv-simulated"
 LABEL = "SIMULATED"
 TOKENIZER = "gpt-4o"
@@ -59,9 +73,11 @@ class Profile:
     rot: float  # success lost per 1,000 memory tokens beyond the threshold
     threshold: int  # memory tokens the model absorbs for free
     harm: float = 0.0  # per harmful guideline delivered (planted in _meta.simulated.harms)
+    instruction: float = 0.0  # when the memory instruction is read (INSTRUCTION_EFFECT in both profiles)
+    pull: float = 0.0  # chance it calls PULL_TOOL on its first step when offered (on_demand, docs/memory-tools.md)
 
-    def p(self, relevant: int, memory_tokens: int, harmful: int = 0) -> float:
-        raw = (self.base + self.lift * relevant - self.harm * harmful
+    def p(self, relevant: int, memory_tokens: int, harmful: int = 0, instructed: bool = False) -> float:
+        raw = (self.base + self.lift * relevant - self.harm * harmful + self.instruction * instructed
                - self.rot * max(0, memory_tokens - self.threshold) / 1000)
         return min(1.0, max(0.0, raw))
 
@@ -70,10 +86,16 @@ class Profile:
 # with core + retrieval in between. Figures chosen so 40 tasks x 4 trials resolve the differences. A wrong lesson
 # misleads more than a right one helps (harm > lift), the small model more than the strong one (it cannot tell
 # what does not apply); harm only acts where an artifact plants harms (docs/robustness.md).
+# The instruction alone (protocol_only) is planted at 0: the control arm's truth is "no effect", which the
+# decomposition must not mistake for one (docs/controls.md).
+INSTRUCTION_EFFECT = 0.0
 PROFILES = {
-    "strong": Profile("strong", base=0.55, lift=0.06, rot=0.01, threshold=2000, harm=0.12),
-    "small": Profile("small", base=0.50, lift=0.02, rot=0.12, threshold=600, harm=0.15),
+    "strong": Profile("strong", base=0.55, lift=0.06, rot=0.01, threshold=2000, harm=0.12,
+                      instruction=INSTRUCTION_EFFECT, pull=0.8),
+    "small": Profile("small", base=0.50, lift=0.02, rot=0.12, threshold=600, harm=0.15,
+                     instruction=INSTRUCTION_EFFECT, pull=0.5),
 }
+PULL_TOOL = "recall_guidelines"  # the memory tool the simulated agent knows how to call (strategies/on_demand.py)
 
 
 class WorldError(ValueError):
@@ -160,9 +182,18 @@ def count_tokens(text: str) -> int:
     return int(litellm.token_counter(model=TOKENIZER, text=text)) if text else 0
 
 
+def _instruction(line: str) -> bool:
+    return line.rstrip().endswith(INSTRUCTION)
+
+
+def _memory_line(line: str) -> bool:
+    return bool(_BULLET.match(line)) or _instruction(line)
+
+
 def memory_lines(messages: Sequence[dict[str, Any]]) -> list[str]:
-    """The memory bullet lines of every system and user message, in order: memory may sit after the policy, in
-    the first user message or after the conversation (benchmark.placement), and the agent reads all of them."""
+    """The memory bullet lines (and the memory instruction's line) of every system and user message, in order:
+    memory may sit after the policy, in the first user message or after the conversation (benchmark.placement),
+    and the agent reads all of them."""
     lines = []
     for m in messages:
         content = m.get("content")
@@ -170,7 +201,7 @@ def memory_lines(messages: Sequence[dict[str, Any]]) -> list[str]:
             content = "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
         if m.get("role") not in ("system", "user") or not isinstance(content, str):
             continue
-        lines += [line for line in content.splitlines() if _BULLET.match(line)]
+        lines += [line for line in content.splitlines() if _memory_line(line)]
     return lines
 
 
@@ -180,22 +211,27 @@ class Reading:
 
     delivered: tuple[str, ...]  # world guideline ids whose exact text was in a bullet line
     memory_tokens: int
+    instructed: bool = False  # the memory instruction's line was read
 
     def p(self, prof: Profile, world: World, task_id: str) -> float:
         return prof.p(len(world.relevant_ids(task_id, self.delivered)), self.memory_tokens,
-                      len(world.harmful_ids(task_id, self.delivered)))
+                      len(world.harmful_ids(task_id, self.delivered)), self.instructed)
 
     @property
     def key(self) -> str:
-        """What the draw depends on besides task and seed: the guidelines read and the block's size."""
-        return f"{','.join(sorted(self.delivered))}|{self.memory_tokens}"
+        """What the draw depends on besides task and seed: the guidelines read and the block's size. The
+        instruction is named only when no bullet was read (protocol_only): its prompt differs from none's, so it
+        draws apart from none's, while every block with bullets keeps the draws it always had."""
+        alone = self.instructed and not self.delivered and not self.memory_tokens
+        return f"{','.join(sorted(self.delivered))}|{self.memory_tokens}" + ("|instructed" if alone else "")
 
 
 def read_lines(lines: Iterable[str], world: World) -> Reading:
     by_text = world.by_text
     delivered: list[str] = []
-    tokens = 0
+    tokens, instructed = 0, False
     for line in lines:
+        instructed = instructed or _instruction(line)
         m = _BULLET.match(line)
         if not m:
             continue
@@ -205,33 +241,47 @@ def read_lines(lines: Iterable[str], world: World) -> Reading:
         gid = by_text.get(ace.group(1) if ace else body)
         if gid is not None and gid not in delivered:
             delivered.append(gid)
-    return Reading(tuple(delivered), tokens)
+    return Reading(tuple(delivered), tokens, instructed)
+
+
+def pulled_lines(messages: Sequence[dict[str, Any]]) -> list[str]:
+    """The memory bullet lines of every answer to a PULL_TOOL call in the conversation (what on_demand gave)."""
+    ids = {c.get("id") for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []
+           if (c.get("function") or {}).get("name") == PULL_TOOL}
+    return [line for m in messages if m.get("role") == "tool" and m.get("tool_call_id") in ids
+            for line in str(m.get("content") or "").splitlines() if _BULLET.match(line)]
 
 
 def read_prompt(messages: Sequence[dict[str, Any]], world: World) -> Reading:
-    return read_lines(memory_lines(messages), world)
+    """What the agent read: the prompt's memory lines and the answers of its memory-tool calls."""
+    return read_lines(memory_lines(messages) + pulled_lines(messages), world)
 
 
-def draw(task_id: str, seed: Any, reading: str = "") -> float:
+def pulls(prof: Profile, task_id: str, seed: object) -> bool:
+    """Whether the agent recalls on its first step when the tool is offered: fixed per (task, trial seed)."""
+    return draw(task_id, seed, "pull") < prof.pull
+
+
+def draw(task_id: str, seed: object, reading: str = "") -> float:
     """u in [0, 1), fixed per (task, trial seed, Reading.key)."""
     digest = hashlib.sha256(f"simulated|{task_id}|{seed}|{reading}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def succeeds(p: float, task_id: str, seed: Any, reading: str = "") -> bool:
+def succeeds(p: float, task_id: str, seed: object, reading: str = "") -> bool:
     return draw(task_id, seed, reading) < p
 
 
 # --- expectations ------------------------------------------------------------------------------------------
 
 def rendered_lines(text: str) -> list[str]:
-    """The bullet lines of a rendered memory block (whatever the strategy's format)."""
-    return [line for line in text.splitlines() if _BULLET.match(line)]
+    """The lines the simulated agent reads of a rendered memory block (whatever the strategy's format)."""
+    return [line for line in text.splitlines() if _memory_line(line)]
 
 
 def block_tokens(text: str) -> int:
     """A memory block's tokens as the simulated agent counts them (Reading.memory_tokens of the whole block)."""
-    return sum(count_tokens(line) for line in rendered_lines(text))
+    return sum(count_tokens(line) for line in text.splitlines() if _BULLET.match(line))
 
 
 def expected_p(prof: Profile, world: World, task_id: str, block: str) -> float:

@@ -1,0 +1,94 @@
+"""`python -m harness.memory.workflows --name NAME [options] -- RUN OVERRIDES` (`make awm`): the workflows artifact
+of strategy `awm` (Agent Workflow Memory, offline; strategies/awm.py).
+
+1. collect: the agent with strategy `none` on the TRAIN split (harness/memory/build.py's collection, the run
+   runs/memory/NAME, resumable; `--no-collect` uses the stored run);
+2. induce: the successful episodes (their train label: ground truth, train only), condensed one per line
+   (strategies/experiences.py), go to ONE call of the model (the reference: one per website; here one per
+   benchmark domain), with AWM's instruction and one-shot example, temperature 0, max_tokens 1024;
+3. write runs/memory/NAME/awm/workflows.jsonl (`_meta.kind: workflows`, `learned_from`: the train tasks) and
+   build.json beside it (the call's tokens and USD: the build cost).
+
+The model is the run's (a scripted or simulated run: the SCRIPTED designs model), or `--model`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from foundation.terminal import wrap
+from harness.memory.build import TRAIN, BuildError, collect, load_trajectories, split_argv
+from harness.store import now_iso
+from strategies import Guideline, save_memory
+from strategies.awm import INSTRUCTION, KIND, MAX_TOKENS, ONE_SHOT, SUMMARY, TEMPERATURE, parse_workflows
+from strategies.experiences import condense
+from strategies.prices import price_of
+from strategies.role_llm import SCRIPTED_DESIGNS, RoleLLM, role_model
+
+
+def induction_prompt(lines: list[str]) -> str:
+    tasks = "\n\n".join(line.split(" | Last reply:")[0].replace(" | Actions:", "\nActions:") for line in lines)
+    return f"{ONE_SHOT}\n## Tasks to summarise\n\n{tasks}\n\n{SUMMARY}\n"
+
+
+def build(run_dir: Path, out: Path, model: str | None = None) -> dict[str, Any]:
+    trajectories, config, notes = load_trajectories(run_dir)
+    solved = [(key, t) for key, t in trajectories if t.success]
+    if not solved:
+        raise BuildError(f"{run_dir}: no successful train episode to induce workflows from")
+    name = role_model(model, config["model"]["name"])
+    llm = RoleLLM(name, {**(config["model"].get("kwargs") or {} if name == config["model"]["name"] else {}),
+                         "temperature": TEMPERATURE, "max_tokens": MAX_TOKENS})
+    workflows = parse_workflows(llm.ask(INSTRUCTION, induction_prompt([condense(t) for _, t in solved]),
+                                        "awm_induction"))
+    sources = tuple(dict.fromkeys(t.task.task_id for _, t in solved))
+    items = [Guideline(id=f"awm-{i}", text=w, support=len(sources), source_task_ids=sources)
+             for i, w in enumerate(workflows, start=1)]
+    price = price_of(name)
+    usage = {**llm.usage, "cost_usd": None if price is None else price.cost(llm.usage["prompt_tokens"],
+                                                                          llm.usage["completion_tokens"])}
+    meta = {"kind": KIND, "note": ("workflows written by the SCRIPTED designs model from templates: a pipeline "
+                                   "demo, NOT learned") if name == SCRIPTED_DESIGNS else
+            "induced from the successful train episodes", "benchmark": config["benchmark"]["name"], "split": TRAIN,
+            "agent_model": config["model"]["name"], "extractor": name, "source_run": str(run_dir),
+            # which episodes succeeded is the train label: ground truth
+            "learned_from": {**config["learned_from"], "ground_truth": True, "extractor": name}, "created": now_iso()}
+    save_memory(out, items, meta)
+    summary = {"artifact": str(out), "trajectories": len(trajectories), "successful": len(solved),
+               "workflows": len(items), "extractor_usage": usage, "notes": notes}
+    (out.parent / "build.json").write_text(json.dumps({**meta, **summary}, indent=2), encoding="utf-8")
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    ours, overrides = split_argv(argv)
+    parser = argparse.ArgumentParser(prog="python -m harness.memory.workflows", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--name", required=True, help="collection run = runs/memory/NAME")
+    parser.add_argument("--model", help="LiteLLM model for the induction (default: the run's)")
+    parser.add_argument("--no-collect", action="store_true", help="use the stored run as it is")
+    parser.add_argument("--runs-dir", default="runs")
+    parser.add_argument("--out", help="artifact path (default runs/memory/NAME/awm/workflows.jsonl)")
+    args = parser.parse_args(ours)
+    run_dir = Path(args.runs_dir) / "memory" / args.name
+    try:
+        if not args.no_collect:
+            collect(args.name, overrides, args.runs_dir)
+        summary = build(run_dir, Path(args.out) if args.out else run_dir / "awm" / "workflows.jsonl", args.model)
+    except BuildError as exc:
+        print(f"memdeliv: awm: {exc}", file=sys.stderr)
+        return 2
+    print(wrap(f"memdeliv: {summary['successful']} of {summary['trajectories']} train episodes successful -> "
+               f"{summary['workflows']} workflows -> {summary['artifact']}  (AWM={summary['artifact']})"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,97 @@
+"""`awm`: Agent Workflow Memory, offline (Wang et al. 2024, arXiv 2409.07429; zorazrw/agent-workflow-memory,
+mind2web/offline_induction.py and its prompt/instruction_action.txt, one_shot_action.txt).
+
+Reusable workflows are induced once from the train split's *successful* episodes (the label decides which: train
+only), one induction call per benchmark domain (the reference: per website), temperature 0, max_tokens 1024,
+an instruction plus a one-shot example; the model's workflows are read after `# Summary Workflows`. The strategy
+delivers every workflow as text at every step (the reference appends them to the system message). The workflows
+artifact (`_meta.kind: workflows`) is written by `make awm` (harness/memory/workflows.py). The online variant is
+not built (docs/strategies.md).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence
+
+from strategies.base import Delivery, Guideline, StepView, StrategyBase, TaskView
+from strategies.budget import budget_option, fit_budget, token_counter
+from strategies.registry import StrategyContext
+
+KIND = "workflows"
+SUMMARY = "# Summary Workflows"
+TEMPERATURE, MAX_TOKENS = 0.0, 1024  # offline_induction.py: temperature 0.0, max_tokens 1024
+
+INSTRUCTION = """Given a list of customer-service tasks solved by a tool-using agent, extract the common workflows \
+that solve them. Each task has its request and the agent's tool calls in order. Find the sub-sequences of actions \
+that recur across several tasks and write each as a workflow: a commonly reused sub-routine. Do not write similar \
+or overlapping workflows. Each workflow has at least two steps. Replace the values that change between tasks \
+(names, ids, amounts) with descriptive variable names such as {user_id}; keep the tool names as they are. Cover as \
+many of the tasks as you can. Write each workflow on one line: `Workflow <n>: <title>: <step> -> <step> -> ...`."""
+
+ONE_SHOT = """## Concrete examples
+
+Task: I want to return the headphones from my last order.
+Actions: find_user_id_by_email({"email": "ana@x.com"}) -> get_user_details({"user_id": "ana_1"}) -> \
+get_order_details({"order_id": "#W1"}) -> return_delivered_order_items({"order_id": "#W1", "item_ids": ["9"]})
+
+Task: Please cancel my pending order, I ordered by mistake.
+Actions: find_user_id_by_name_zip({"first_name": "Bo"}) -> get_user_details({"user_id": "bo_2"}) -> \
+get_order_details({"order_id": "#W7"}) -> cancel_pending_order({"order_id": "#W7", "reason": "ordered by mistake"})
+
+# Summary Workflows
+
+Workflow 1: Identify the user and the order: find_user_id_by_email({email}) or find_user_id_by_name_zip({name}, \
+{zip}) -> get_user_details({user_id}) -> get_order_details({order_id})
+Workflow 2: Change an order after confirming it: get_order_details({order_id}) -> read the change back and get an \
+explicit yes -> return_delivered_order_items({order_id}, {item_ids}) or cancel_pending_order({order_id}, {reason})
+"""
+
+_WORKFLOW = re.compile(r"^\s*(?:[-*]\s*)?Workflow\s*\d+\s*[:.]\s*(.+\S)\s*$", re.M | re.I)
+
+
+def parse_workflows(answer: str) -> list[str]:
+    """The workflows written after `# Summary Workflows` (all of the answer when the heading is missing)."""
+    text = answer.split(SUMMARY, 1)[-1] if SUMMARY in answer else answer
+    return list(dict.fromkeys(" ".join(w.split()) for w in _WORKFLOW.findall(text)))
+
+
+def render_workflows(items: Sequence[Guideline], note: str = "") -> str:
+    if not items and not note:
+        return ""
+    lines = ["<workflows>", "Workflows that solved earlier tasks (reuse the one that fits):"]
+    lines += [f"- [{g.id}] {g.text}" for g in items] + ([note] if note else []) + ["</workflows>"]
+    return "\n".join(lines)
+
+
+@dataclass
+class AgentWorkflowMemory(StrategyBase):
+    name: str = "awm"
+    known_options = ("budget_tokens",)
+    workflows: tuple[Guideline, ...] = ()
+    count_tokens: Optional[Callable[[str], int]] = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self._delivery = fit_budget(self.workflows, [0] * len(self.workflows), render_workflows,
+                                    self.count_tokens or token_counter(None), budget_option(self.name, self.options),
+                                    noun="workflows")
+
+    def deliver(self, task: TaskView, step: StepView) -> Delivery:
+        return self._delivery
+
+    @classmethod
+    def validate_options(cls, options: dict[str, Any]) -> None:
+        budget_option(cls.name, options)
+
+    @classmethod
+    def create(cls, ctx: StrategyContext) -> "AgentWorkflowMemory":
+        from strategies.memory_file import load_memory
+
+        if not ctx.memory_path:
+            raise ValueError("strategy 'awm' needs a workflows artifact: build one with `make awm`")
+        items, meta = load_memory(ctx.memory_path)
+        if meta.get("kind") != KIND:
+            raise ValueError(f"strategy 'awm' needs a workflows artifact (_meta.kind {KIND!r}); {ctx.memory_path} is "
+                             f"{meta.get('kind')!r}: build one with `make awm` (AWM= in make)")
+        return cls(options=dict(ctx.options), workflows=tuple(items), count_tokens=token_counter(ctx.model))

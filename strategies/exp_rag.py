@@ -1,0 +1,122 @@
+"""`exp_rag`: Evo-Memory's ExpRAG baseline (Wei et al. 2025, arXiv 2511.20857): the top_k past episodes whose
+task is most similar to the task at hand, condensed, delivered as worked examples with their outcome.
+
+Reference defaults (the official code is unreleased; the values are those of the port zhaosnw/evo_mem,
+evo_memory/agents/exprag.py, which follows the paper's Section 3.2): `top_k` 4, similarity of the task input
+to each stored experience's input by a dense embedder, the experience's feedback (success / failure) shown.
+The memory is learned from train only: an experiences artifact (strategies/experiences.py) built by
+`make experiences` from a `none` run on train; its provenance is checked like every artifact's
+(harness/provenance.py). Evo-Memory also appends each new episode to the store; here the store is frozen (the
+test stream's episodes would otherwise be read back, with their labels, by later test tasks).
+
+The query is only what the agent has seen (the task statement, else the user's first message, as
+core_retrieval), so on τ² the first step, before the user has spoken, delivers nothing. The selection is made
+once per task and cached, so the block stays in the cacheable prompt prefix.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable
+
+import numpy as np
+
+from strategies.base import Delivery, Embedder, Guideline, StepView, StrategyBase, TaskView, seen_task_text
+from strategies.budget import budget_option, fit_budget, token_counter
+from strategies.experiences import check_kind, render_experiences
+from strategies.options import check_types
+from strategies.registry import StrategyContext
+from strategies.vector_search import id_rank, rank_rows, stable_similarity
+
+
+@dataclass(frozen=True)
+class ExpRagOptions:
+    top_k: int = 4  # Evo-Memory ExpRAG (zhaosnw/evo_mem exprag.py: top_k=4)
+    include_feedback: bool = True  # the experience's outcome shown (exprag.py: include_feedback=True)
+    embedder: str = "minilm"  # see strategies.embeddings.make_embedder
+    embed_cache: str | None = ".cache/embeddings"  # null: no on-disk cache
+    budget_tokens: int | None = None  # cap on the block; the least similar dropped first
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> "ExpRagOptions":
+        known = {f.name for f in fields(cls)}
+        unknown = set(options) - known
+        if unknown:
+            raise ValueError(f"exp_rag: unknown option(s) {sorted(unknown)}; known: {sorted(known)}")
+        check_types("exp_rag", cls, options)
+        opts = cls(**options)
+        if opts.top_k < 1:
+            raise ValueError(f"exp_rag: top_k must be >= 1, got {opts.top_k}")
+        budget_option("exp_rag", options)
+        return opts
+
+
+@dataclass
+class ExpRag(StrategyBase):
+    name: str = "exp_rag"
+    known_options = tuple(f.name for f in fields(ExpRagOptions))
+    experiences: tuple[Guideline, ...] = ()
+    embedder: Embedder | None = None
+    count_tokens: Callable[[str], int] | None = field(default=None, repr=False)
+    _vectors: np.ndarray = field(init=False, repr=False)
+    _cache: dict[tuple[str, str], Delivery] = field(init=False, repr=False, default_factory=dict)
+    _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.opts = ExpRagOptions.from_options(dict(self.options))
+        if self.embedder is None:
+            from strategies.embeddings import make_embedder
+
+            self.embedder = make_embedder(self.opts.embedder, cache_dir=self.opts.embed_cache)
+        texts = [g.source_task_text or g.text for g in self.experiences]
+        self._vectors = (np.asarray(self.embedder.embed(texts), dtype=np.float32) if texts
+                         else np.zeros((0, 1), dtype=np.float32))
+        self._tie_rank = id_rank([g.id for g in self.experiences])
+        self.count_tokens = self.count_tokens or token_counter(None)
+
+    def retrieve(self, query: str) -> list[Guideline]:
+        """The top_k experiences by similarity of their task to `query`, most similar first (ties: lower id)."""
+        if not query or not self.experiences:
+            return []
+        assert self.embedder is not None  # set in __post_init__
+        sims = stable_similarity(self._vectors @ np.asarray(self.embedder.embed([query])[0], dtype=np.float32))
+        order = rank_rows(sims, self._tie_rank)[: self.opts.top_k]
+        return [self.experiences[int(i)] for i in order]
+
+    def deliver(self, task: TaskView, step: StepView) -> Delivery:
+        query = seen_task_text(task, step)
+        key = (task.task_id, query)
+        with self._lock:
+            cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        assert self.count_tokens is not None  # set in __post_init__
+        chosen = self.retrieve(query)
+        delivery = fit_budget(chosen, [-i for i in range(len(chosen))],
+                              lambda kept, note: render_experiences(kept, note, self.opts.include_feedback),
+                              self.count_tokens, self.opts.budget_tokens, noun="experiences")
+        with self._lock:
+            self._cache[key] = delivery
+        return delivery
+
+    @classmethod
+    def validate_options(cls, options: dict[str, Any]) -> None:
+        ExpRagOptions.from_options(options)
+
+    @classmethod
+    def create(cls, ctx: StrategyContext) -> "ExpRag":
+        return cls(options=dict(ctx.options), experiences=tuple(load_experiences(ctx, "exp_rag")),
+                   count_tokens=token_counter(ctx.model))
+
+
+def load_experiences(ctx: StrategyContext, strategy: str) -> list[Guideline]:
+    """The job's experiences artifact (memory_by_strategy.<strategy>, else memory=), refused if another kind."""
+    from strategies.memory_file import load_memory
+
+    if not ctx.memory_path:
+        raise ValueError(f"strategy {strategy!r} needs an experiences artifact: build one with `make experiences` "
+                         f"and pass +memory_by_strategy.{strategy}=<path> (EXPERIENCES= in make)")
+    items, meta = load_memory(ctx.memory_path)
+    check_kind(meta, ctx.memory_path, strategy)
+    return items

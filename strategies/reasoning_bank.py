@@ -1,0 +1,196 @@
+"""`reasoning_bank`: ReasoningBank (Ouyang et al. 2025, arXiv 2509.25140; google-research/google-research,
+ReasoningBank/WebArena: run.py, memory_management.py, induce_memory.py, prompt/instruction.py).
+
+Memory items {title, description, content} are distilled from successful **and** failed trajectories, at most 3
+per trajectory (strategies/reasoning_bank_prompts.py). Whether a trajectory succeeded is the model's own
+judgement (an LLM judge on the same backbone, the reference's autoeval criterion): no ground truth by default;
+`judge: ground_truth` uses the benchmark's label instead (train only, refused elsewhere). Retrieval: the top_k
+(reference n=1) past tasks whose query is most similar (embeddings) to the task at hand; all their items are
+delivered. Online (default): after each episode the judge and the extractor run and the items are appended, no
+consolidation; each trial is its own stream from the same starting bank (as ace_online). The starting bank is
+the job's artifact (`make reasoning-bank`: the same distillation over a `none` run on train), or empty without
+one (memory=null: the paper's test-time setting).
+
+The query is what the agent has seen (task statement, else the user's first message): on τ² the first step,
+before the user speaks, gets nothing. The judge and the extractor are the run's model unless `model` is set; a
+scripted or simulated run model is answered by the SCRIPTED designs model (strategies/role_llm.py).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+import numpy as np
+
+from strategies.base import (Delivery, Embedder, Gold, Guideline, Rerun, StepView, StrategyBase, TaskView,
+                             Trajectory, seen_task_text)
+from strategies.budget import budget_option, fit_budget, token_counter
+from strategies.options import check_types
+from strategies.reasoning_bank_prompts import (FAILURE_SYSTEM, JUDGE_SYSTEM, MAX_ITEMS, SUCCESS_SYSTEM,
+                                               parse_items, parse_status, query_of, user_turn)
+from strategies.registry import StrategyContext
+from strategies.role_llm import RoleLLM, role_model
+from strategies.vector_search import rank_rows, stable_similarity
+
+KIND = "reasoning_bank"
+JUDGES = ("self", "ground_truth")
+
+
+@dataclass(frozen=True)
+class BankOptions:
+    top_k: int = 1  # past tasks retrieved (run.py / memory_management.select_memory: n=1)
+    judge: str = "self"  # LLM self-judgement (induce_memory.py --criteria autoeval, its default) | ground_truth
+    learn_online: bool = True  # append the items of every finished episode (run.py: after each task)
+    max_items: int = MAX_ITEMS  # per trajectory ("at most 3", instruction.py)
+    temperature: float = 1.0  # extraction (induce_memory.py llm_generate: temperature=1.0)
+    model: str | None = None  # judge and extractor; null: the run's model
+    embedder: str = "minilm"  # the reference embeds with gemini-embedding-001; ours offline by default
+    embed_cache: str | None = ".cache/embeddings"
+    budget_tokens: int | None = None
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> "BankOptions":
+        unknown = set(options) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ValueError(f"reasoning_bank: unknown option(s) {sorted(unknown)}")
+        check_types("reasoning_bank", cls, dict(options))
+        opts = cls(**options)
+        if opts.top_k < 1 or opts.max_items < 1 or opts.judge not in JUDGES:
+            raise ValueError(f"reasoning_bank: need top_k >= 1, max_items >= 1, judge in {JUDGES}; got {opts}")
+        budget_option("reasoning_bank", dict(options))
+        return opts
+
+
+def distil(trajectory: Trajectory, key: str, llm: RoleLLM, opts: BankOptions) -> tuple[bool, list[Guideline]]:
+    """(judged success, the trajectory's memory items): judge (or the label), then the matching extraction."""
+    turn = user_turn(trajectory)
+    if opts.judge == "ground_truth":
+        success = bool(trajectory.success)
+    else:  # no verdict counts as a failure: its lessons are then framed as what to avoid
+        success = bool(parse_status(llm.ask(JUDGE_SYSTEM, turn, "rb_judge")))
+    answer = RoleLLM(llm.model, {**llm.kwargs, "temperature": opts.temperature}, llm.completion, llm.usage).ask(
+        SUCCESS_SYSTEM if success else FAILURE_SYSTEM, turn, "rb_extractor")
+    query = query_of(trajectory)
+    items = [Guideline(id=f"rb-{key}-{i}", text=f"{title}: {description} {content}",
+                       category="strategy" if success else "recovery", source_task_ids=(trajectory.task.task_id,),
+                       source_task_text=query or title, rationale="success" if success else "failure")
+             for i, (title, description, content) in enumerate(parse_items(answer, opts.max_items), start=1)]
+    return success, items
+
+
+def render_bank(items: Sequence[Guideline], note: str = "") -> str:
+    if not items and not note:
+        return ""
+    lines = ["<reasoning_bank>", "Memory items from similar past tasks (title: description, then the insight):"]
+    lines += [f"- [{g.id}] {g.text}" for g in items] + ([note] if note else []) + ["</reasoning_bank>"]
+    return "\n".join(lines)
+
+
+@dataclass
+class ReasoningBank(StrategyBase):
+    name: str = "reasoning_bank"
+    known_options = tuple(f.name for f in fields(BankOptions))
+    trial_streams = True
+    items: tuple[Guideline, ...] = ()
+    embedder: Optional[Embedder] = None
+    llm: Optional[RoleLLM] = None
+    count_tokens: Optional[Callable[[str], int]] = field(default=None, repr=False)
+    _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
+    _streams: dict[int, "ReasoningBank"] = field(init=False, repr=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.opts = BankOptions.from_options(self.options)
+        self.learns_online = self.opts.learn_online
+        if self.embedder is None:
+            from strategies.embeddings import make_embedder
+
+            self.embedder = make_embedder(self.opts.embedder, cache_dir=self.opts.embed_cache)
+        self.count_tokens = self.count_tokens or token_counter(None)
+        self._bank: list[Guideline] = list(self.items)
+        self._groups: dict[str, list[Guideline]] = {}  # one entry per past task (episode): its items
+        self._queries: list[str] = []
+        self._vectors = np.zeros((0, 1), dtype=np.float32)
+        self._add(self._bank)
+
+    def _add(self, items: Sequence[Guideline]) -> None:
+        new: list[str] = []
+        for g in items:
+            group = g.id.rsplit("-", 1)[0]
+            if group not in self._groups:
+                self._groups[group] = []
+                new.append(group)
+            self._groups[group].append(g)
+        if new:
+            assert self.embedder is not None
+            vecs = np.asarray(self.embedder.embed([self._groups[k][0].source_task_text for k in new]), np.float32)
+            self._vectors = vecs if not self._queries else np.vstack([self._vectors, vecs])
+            self._queries += new
+
+    def retrieve(self, query: str) -> list[Guideline]:
+        """Every item of the top_k past tasks most similar to `query` (ties: the earlier task)."""
+        with self._lock:
+            if not query or not self._queries:
+                return []
+            assert self.embedder is not None
+            sims = stable_similarity(self._vectors @ np.asarray(self.embedder.embed([query])[0], np.float32))
+            order = rank_rows(sims, np.arange(len(self._queries)))[: self.opts.top_k]
+            return [g for i in order for g in self._groups[self._queries[int(i)]]]
+
+    def deliver(self, task: TaskView, step: StepView) -> Delivery:
+        chosen = self.retrieve(seen_task_text(task, step))
+        assert self.count_tokens is not None
+        return fit_budget(chosen, [-i for i in range(len(chosen))], render_bank, self.count_tokens,
+                          self.opts.budget_tokens, noun="memory items")
+
+    def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
+              samples: Optional[int] = None) -> Mapping[str, Any]:
+        if not self.learns_online:
+            return {}
+        assert self.llm is not None, "reasoning_bank learns online only when built with a model (create)"
+        key = (trajectory.episode or trajectory.task.task_id).replace("#", "-t")
+        success, items = distil(trajectory, key, self.llm, self.opts)
+        with self._lock:
+            self._bank += items
+            self._add(items)
+        return {"rb_judged_success": success, "rb_items_added": len(items)}
+
+    def for_trial(self, trial: int) -> "ReasoningBank":
+        if trial == 0 or not self.learns_online:
+            return self
+        with self._lock:
+            if trial not in self._streams:  # its own stream, from the same starting bank
+                self._streams[trial] = ReasoningBank(options=dict(self.options), items=self.items,
+                                                     embedder=self.embedder, llm=self.llm,
+                                                     count_tokens=self.count_tokens)
+            return self._streams[trial]
+
+    @classmethod
+    def validate_options(cls, options: dict[str, Any]) -> None:
+        BankOptions.from_options(options)
+
+    @classmethod
+    def uses_ground_truth(cls, options: dict[str, Any]) -> bool:
+        return options.get("judge") == "ground_truth"
+
+    @classmethod
+    def create(cls, ctx: StrategyContext) -> "ReasoningBank":
+        opts = BankOptions.from_options(ctx.options)
+        return cls(options=dict(ctx.options), items=tuple(load_bank(ctx.memory_path)),
+                   llm=RoleLLM(role_model(opts.model, ctx.model), dict(ctx.model_kwargs) if not opts.model else {}),
+                   count_tokens=token_counter(ctx.model))
+
+
+def load_bank(path: Optional[str]) -> list[Guideline]:
+    """The starting bank: a reasoning_bank artifact, or none (memory=null); another kind is refused."""
+    if not path:
+        return []
+    from strategies.memory_file import load_memory
+
+    items, meta = load_memory(path)
+    if meta.get("kind") != KIND:
+        raise ValueError(f"strategy 'reasoning_bank' starts from a reasoning_bank artifact (_meta.kind {KIND!r}); "
+                         f"{path} is {meta.get('kind')!r}: build one with `make reasoning-bank`, or run it with "
+                         f"memory=null to start empty")
+    return items
