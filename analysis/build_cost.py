@@ -8,8 +8,9 @@ model, strategy), from the files the records point at (record field `memory`, an
   extraction and consolidation calls share that counter) plus `consolidation_usage` if a build reports it apart;
 * an ACE playbook from harness/memory/ace_adapt.py: `<playbook>.history.jsonl` beside it, the Reflector and Curator
   `usage` of every update (ACE reports tokens, not cost);
-* `ace_online`: 0 where its rows carry `strategy_calls` (each episode's update, Reflector and Curator, is billed
-  on that episode's row: usd_strategy/task, analysis.costs), else (runs from before) the job's own
+* `ace_online`: 0 where its rows carry the update's calls (each episode's update, Reflector and Curator, is
+  billed on that episode's row: its usage role `learning`, usd_learning/task; `strategy_calls` in rows of schema
+  1: usd_strategy/task, analysis.costs), else (runs from before) the job's own
   `<run>/memory/<job slug>/history.jsonl` (its learning happens during the run);
 * the simulated world's artifact (`_meta.kind: simulated`) and an experiences artifact (exp_rag, long_context): 0,
   no model built them (the collection run is not a build cost, as for `make memory`);
@@ -104,8 +105,10 @@ def add_build_cost(summary: pd.DataFrame, records: pd.DataFrame, amortise_over: 
         jobs = records.loc[mask, ["memory", "run_dir", "job"]] if "memory" in records else \
             records.loc[mask, ["run_dir", "job"]].assign(memory=None)
         jobs = jobs.drop_duplicates(subset=["memory", "run_dir", "job"])
-        billed = set(map(tuple, records.loc[mask & records["strategy_calls"].notna(), ["run_dir", "job"]]
-                         .itertuples(index=False))) if "strategy_calls" in records else set()
+        # schema 2 bills an update as `learning`; schema 1 added it to the strategy's calls
+        made = [records[c].notna() for c in ("learning_calls", "strategy_calls") if c in records]
+        billed = set(map(tuple, records.loc[mask & np.logical_or.reduce(made), ["run_dir", "job"]]
+                         .itertuples(index=False))) if made else set()
         costs = [build_cost(row["strategy"], m if isinstance(m, str) else None, r, j, (r, j) in billed)
                  for m, r, j in jobs[["memory", "run_dir", "job"]].itertuples(index=False)]
         seen = {c["build_source"]: c for c in costs}.values()  # the same artifact counts once

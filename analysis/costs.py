@@ -6,7 +6,8 @@ write price; strategies/prices.py):
 
 * `usd_agent/task`, `usd_user/task`, `usd_judge/task`: mean per counted record, infra ones included (as
   tokens/task, analysis.metrics.per_task_means: what they spent was spent);
-  `usd_strategy/task`: a strategy's own model calls (add_strategy_calls; 0 for strategies that make none);
+  `usd_strategy/task`: a strategy's own model calls, and `usd_<role>/task` for any other role a row's usage
+  names (`learning`: an online learner's update; a plugin's), by add_role_calls (0 for rows that make none);
   `usd/task` their sum: unknown (nan) when any role is unpriced, never understated;
 * `usd/success` = usd/task / success rate: what one successful task costs (inf when none succeeded);
 * with the memory build amortised (analysis.build_cost): `usd+build/task`, `usd+build/success`;
@@ -23,16 +24,25 @@ import numpy as np
 import pandas as pd
 
 from analysis.metrics import GROUP, key_of
+from harness.usage import IDLE, column, ordered  # the one list of roles (a plain definition)
 
 INCOMPLETE = "incomplete (budget)"
-ROLES = {"usd_agent/task": "cost_usd/task", "usd_user/task": "user_cost_usd/task",
-         "usd_judge/task": "judge_cost_usd/task"}
+# the roles every episode reports (harness/usage.py IDLE): their USD/task is the summary's per-task mean
+ROLES = {f"usd_{role}/task": f"{column(role, 'cost')}/task" for role in IDLE}
 
 
 def _per_success(usd: float, success: float) -> float:
     if pd.isna(usd) or pd.isna(success):
         return float("nan")
     return float("inf") if success == 0 else usd / success
+
+
+def called_roles(records: pd.DataFrame) -> list[str]:
+    """The roles beyond every episode's that made calls: the strategy's own (always listed), an online learner's
+    `learning`, a plugin's, in table order (harness/usage.py `ordered`), read from the records' usage mapping."""
+    seen = [role for usage in (records["usage"] if "usage" in records else ()) if isinstance(usage, dict)
+            for role in usage]
+    return [role for role in ordered(["strategy", *seen]) if role not in IDLE]
 
 
 def add_costs(summary: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
@@ -42,8 +52,10 @@ def add_costs(summary: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
         if name == "usd_judge/task" and "judge_cost_usd" not in records:
             values = pd.Series(0.0, index=out.index)  # records from before the judge was ledgered: no judge
         out[name] = values.astype(float)
-    out = add_strategy_calls(out, records)
-    roles = [*ROLES, "usd_strategy/task"]
+    called = called_roles(records)
+    for role in called:
+        out = add_role_calls(out, records, role)
+    roles = [*ROLES, *(f"usd_{role}/task" for role in called)]
     out["usd/task"] = out[roles].sum(axis=1, min_count=len(roles)).where(out[roles].notna().all(axis=1))
     out["usd/success"] = [_per_success(u, s) for u, s in zip(out["usd/task"], out["success"])]
     build = out["build_cost/task"] if "build_cost/task" in out else pd.Series(0.0, index=out.index)
@@ -53,22 +65,22 @@ def add_costs(summary: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def add_strategy_calls(summary: pd.DataFrame, records: pd.DataFrame) -> pd.DataFrame:
-    """A strategy's own model calls per task (record `strategy_calls`, `strategy_prompt_tokens`,
-    `strategy_completion_tokens`, `strategy_cost_usd`; e.g. ace_retrieval's LLM ranker, docs/dose.md), as a mean
-    over the row's records, infra ones included: `strategy_calls/task`, `strategy_tokens/task`,
-    `usd_strategy/task`. A record without `strategy_calls` made none (0); a call LiteLLM could not price makes the
-    row's USD unknown (nan)."""
-    names = ["strategy_calls/task", "strategy_tokens/task", "usd_strategy/task"]
+def add_role_calls(summary: pd.DataFrame, records: pd.DataFrame, role: str) -> pd.DataFrame:
+    """A role's model calls per task beyond every episode's (record usage `strategy`: e.g. ace_retrieval's LLM
+    ranker, docs/dose.md; `learning`: an online learner's update), as a mean over the row's records, infra ones
+    included: `<role>_calls/task`, `<role>_tokens/task`, `usd_<role>/task`. A record without the role made no
+    such call (0); a call LiteLLM could not price makes the row's USD unknown (nan)."""
+    calls, cost = column(role, "calls"), column(role, "cost")
+    names = [f"{role}_calls/task", f"{role}_tokens/task", f"usd_{role}/task"]
     out = summary.assign(**{n: 0.0 for n in names})
-    if "strategy_calls" not in records or out.empty:
+    if calls not in records or out.empty:
         return out
-    made = records["strategy_calls"].notna()
+    made = records[calls].notna()
     frame = records.assign(
-        calls=records["strategy_calls"].fillna(0).astype(float),
+        calls=records[calls].fillna(0).astype(float),
         tokens=sum(records[c].fillna(0).astype(float) if c in records else 0.0
-                   for c in ("strategy_prompt_tokens", "strategy_completion_tokens")),
-        usd=records["strategy_cost_usd"].where(made, 0.0) if "strategy_cost_usd" in records else 0.0)
+                   for c in (column(role, "prompt"), column(role, "completion"))),
+        usd=records[cost].where(made, 0.0) if cost in records else 0.0)
     means = {key_of(key): g for key, g in frame.groupby(GROUP, dropna=False)}
     for i, r in out.iterrows():
         g = means.get(key_of(r[c] for c in GROUP))

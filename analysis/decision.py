@@ -13,10 +13,11 @@ import pandas as pd
 
 from analysis import fmt, noninferiority, sizing
 from analysis.build_cost import add_build_cost
-from analysis.costs import ROLES, add_costs, usd
+from analysis.costs import ROLES, add_costs, called_roles, usd
 from analysis.metrics import GROUP, on_common_pairs, pass_hat_k_per_task, per_task_means, spent, task_success, \
     valid, with_assembly, with_tokens
 from analysis.stats import MIN_TASKS
+from harness.usage import column
 
 ROLES_USD = tuple(col.removesuffix("/task") for col in ROLES.values())  # each role's record field
 
@@ -78,8 +79,10 @@ def _unknown_records(g: pd.DataFrame, by: str) -> int:
             missing |= used[col].isna().to_numpy()
         elif col != "judge_cost_usd":  # as analysis.costs: no judge field = no judge; no agent / user field = unknown
             missing[:] = True
-    if "strategy_cost_usd" in used and "strategy_calls" in used:
-        missing |= (used["strategy_calls"].notna() & used["strategy_cost_usd"].isna()).to_numpy()
+    for role in called_roles(used):  # the strategy's own, an online learner's update, a plugin's
+        calls, cost = column(role, "calls"), column(role, "cost")
+        if calls in used and cost in used:
+            missing |= (used[calls].notna() & used[cost].isna()).to_numpy()
     return int(missing.sum())
 
 

@@ -108,15 +108,21 @@ def scenario_warnings(summary: pd.DataFrame) -> list[str]:
     return lines
 
 
+def calling_roles(r: pd.Series) -> list[str]:
+    """The roles beyond every episode's (analysis.costs.called_roles) that made calls in this table row."""
+    return [str(k)[len("usd_"):-len("/task")] for k in r.index
+            if str(k).startswith("usd_") and r.get(f"{str(k)[4:-5]}_calls/task")]
+
+
 def _usd(r: pd.Series) -> dict[str, str]:
     """USD per task (agent + user simulator + judge), per successful task, each role apart, and with the memory
     build amortised (analysis.costs); a budget-stopped row says so."""
     row = {"USD/task": usd(r.get("usd/task")), "USD/success": usd(r.get("usd/success")),
            "USD agent/task": usd(r.get("usd_agent/task")), "USD user/task": usd(r.get("usd_user/task")),
            "USD judge/task": usd(r.get("usd_judge/task")), "USD+build/success": usd(r.get("usd+build/success"))}
-    if r.get("strategy_calls/task"):  # a strategy that calls a model itself (ace_retrieval's LLM ranker)
-        row["USD strategy/task"] = usd(r.get("usd_strategy/task"))
-        row["strategy calls/task"] = f"{r['strategy_calls/task']:.2f} ({r['strategy_tokens/task']:,.0f} tokens)"
+    for role in calling_roles(r):  # a strategy that calls a model itself (ace_retrieval's LLM ranker), a learner...
+        row[f"USD {role}/task"] = usd(r.get(f"usd_{role}/task"))
+        row[f"{role} calls/task"] = f"{r[f'{role}_calls/task']:.2f} ({r[f'{role}_tokens/task']:,.0f} tokens)"
     if r.get("budget"):
         row["status"] = r["budget"]
     return row

@@ -37,6 +37,7 @@ from analysis.cells import ASSEMBLY_FIELDS, overlap_message, pool_runs, run_over
 from analysis.identity import artifact_meta, checked, filled, memory_artifact, memory_labels
 from analysis.corruption import corruption_labels
 from harness.row import RESULTS, read_rows  # the row of results.jsonl and its one reader (plain definitions)
+from harness.row import latest_attempts as row_latest_attempts  # the one latest-attempt rule
 
 KEYS = ["run", "job", "benchmark", "split", "model", "strategy", "assembly"]
 STEP_COLUMNS = ["step", "prompt_tokens", "completion_tokens", "cached_tokens", "memory_tokens", "cost_usd",
@@ -97,7 +98,8 @@ def load_records(paths: Iterable[str | Path], warn: Callable[[str], None] | None
             warn(f"{path}:{lineno}: skipped {'torn last' if torn else 'malformed'} line ({reason})")
 
         for lineno, record in read_rows(path, skipped):  # the harness's one reader of results.jsonl
-            row = record.to_dict()
+            row = record.columns()  # usage spelled as columns by role (`user_cost_usd`), the mapping kept beside
+            row["usage"] = {role: dict(figures) for role, figures in record.usage.items()}
             row["run_dir"] = str(path.parent)
             row["source"] = f"{path}:{lineno}"
             row["memory_artifact"], row["memory_sha"] = memory_artifact(row)  # part of the cell's identity
@@ -239,20 +241,12 @@ def provenance_labels(df: pd.DataFrame) -> pd.Series:
 
 
 def latest_attempts(rows: list[dict]) -> tuple[list[dict], dict[str, int]]:
-    """Highest attempt per (run_dir, job, task_id, trial), the later line on a tie; file order kept."""
-    kept: dict[tuple, int] = {}
-    dropped = {"superseded": 0, "duplicates": 0}
-    for i, row in enumerate(rows):
+    """Per (run_dir, job, task_id, trial), the row harness/row.py's one latest-attempt rule keeps; file order kept."""
+    def episode(row: dict) -> tuple:
         job = row.get("job") or tuple(row.get(k) for k in ("benchmark", "split", "model", "strategy"))  # hand-made rows
-        key = (row["run_dir"], job, str(row["task_id"]), row.get("trial", 0))
-        j = kept.get(key)
-        if j is None:
-            kept[key] = i
-            continue
-        new, old = row.get("attempt", 1), rows[j].get("attempt", 1)
-        dropped["duplicates" if new == old else "superseded"] += 1
-        if new >= old:
-            kept[key] = i
+        return row["run_dir"], job, str(row["task_id"]), row.get("trial", 0)
+
+    kept, dropped = row_latest_attempts(rows, episode)
     return [rows[i] for i in sorted(kept.values())], dropped
 
 

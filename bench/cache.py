@@ -109,7 +109,7 @@ def run_layout(runs: Path, layout: str, tasks: list[str], max_tokens: int, max_s
         f"run_name={name}", "progress=false", "concurrency=1", f"model.kwargs.max_tokens={max_tokens}",
         f"benchmark.max_steps={max_steps}"])
     run_job(resolve(cfg))
-    records = [row.to_dict() for _, row in read_rows(runs / name / RESULTS)]  # the harness's one reader
+    records = [row.columns() for _, row in read_rows(runs / name / RESULTS)]  # the harness's one reader
     return records, parse_server_log((runs / name / "local_server.log").read_text(errors="replace"))
 
 

@@ -78,7 +78,7 @@ def records(run: Path) -> dict[tuple, dict]:
         if isinstance(value, dict):
             return {k: strip(v) for k, v in value.items() if k not in TIMINGS}
         return [strip(v) for v in value] if isinstance(value, list) else value
-    rows = (row.to_dict() for _, row in read_rows(run / RESULTS))  # the harness's one reader of results.jsonl
+    rows = (row.columns() for _, row in read_rows(run / RESULTS))  # the harness's one reader of results.jsonl
     return {(r["job"], r["task_id"], r["trial"]): strip(r) for r in rows}
 
 

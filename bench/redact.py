@@ -81,7 +81,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
     run_dir = Path(args.run_dir) if args.run_dir else make_run()
-    records = [row.to_dict() for _, row in read_rows(run_dir / RESULTS)]  # the harness's one reader
+    records = [row.columns() for _, row in read_rows(run_dir / RESULTS)]  # the harness's one reader
     texts = [p.read_text() for p in sorted((run_dir / "trajectories").rglob("*.json"))]
     for i in range(max(0, args.env - len(os.environ))):  # ordinary variables, a few with secret-looking names
         os.environ[f"MEMDELIV_BENCH_{'API_KEY' if i % 20 == 0 else 'VAR'}_{i}"] = f"value-{i:04d}-{'x' * (i % 40)}"

@@ -56,7 +56,7 @@ def job(runs: Path, name: str, *overrides: str) -> tuple[dict, float]:
 def rows(run_dir: Path) -> dict:
     out = {}
     for _, row in read_rows(run_dir / RESULTS):  # the harness's one reader of results.jsonl
-        record = row.to_dict()
+        record = row.columns()
         record["step_usage"] = [{k: v for k, v in s.items() if k != "latency_s"} for s in record["step_usage"]]
         out[(record["task_id"], record["trial"])] = {k: v for k, v in record.items() if k not in TIMING}
     return out

@@ -17,6 +17,7 @@ from pathlib import Path
 from analysis.viewer.app import create_app
 from analysis.viewer.episodes import EpisodeIndex
 from harness.row import RESULTS, read_rows
+from harness.store import RunStore
 
 SOURCE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "runs" / "oracle_retail"
 PAGES = ("/", "/?strategy=full", "/?sort=tokens&desc=1&page=100", "/?success=false&error=none&tokens_min=10000")
@@ -25,10 +26,8 @@ PAGES = ("/", "/?strategy=full", "/?sort=tokens&desc=1&page=100", "/?success=fal
 def generate(source: Path, n: int, out: Path) -> None:
     rows = [row for _, row in read_rows(source / RESULTS)]  # the harness's one reader of results.jsonl
     trials = 1 + max(row.episode[1] for row in rows)
-    with (out / RESULTS).open("w") as f:
-        for i in range(n):
-            row = rows[i % len(rows)]
-            f.write(replace(row, trial=(i // len(rows)) * trials + row.episode[1]).to_json() + "\n")
+    copies = ((i // len(rows), rows[i % len(rows)]) for i in range(n))
+    RunStore(out).append_many((replace(row, trial=copy * trials + row.episode[1]) for copy, row in copies))
 
 
 def main() -> None:

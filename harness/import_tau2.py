@@ -25,7 +25,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from harness.benchmarks.tau2.data import TaskSetError
 from harness.benchmarks.tau2.results_files import ImportedCell, ResultsFileError, read_results_file
 from harness.run import compose_job
-from harness.row import SCHEMA_VERSION, Row
+from harness.records import RowParts, build_row
+from harness.row import SCHEMA_VERSION
 from harness.runner import job_key
 from harness.runner.job import identity, slug
 from harness.settings import JobSettings, plain
@@ -73,9 +74,7 @@ def write_cell(cell: ImportedCell, file: Path, cfg: JobSettings) -> tuple[Path, 
         rel = folder / f"{slug(episode.task_id)}__t{episode.trial}.json"
         (store.root / rel).parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(store.root / rel, episode.trajectory)
-        store.append(Row.of((common, "benchmark_extra"), ({"trial": episode.trial}, "benchmark_extra"),
-                            (episode.fields, "benchmark_extra"),
-                            ({"trajectory": str(rel), "attempt": 1}, "learner_extra")))
+        store.append(build_row(RowParts(common, episode.trial, episode.fields, trajectory=str(rel))), attempt=1)
     store.close_job(key, tasks=len({e.task_id for e in cell.episodes}), trials=cell.trials, ran=len(cell.episodes),
                     skipped=0, imported_from=source, task_set=cell.task_set,
                     task_set_mismatch=cell.mismatch, agent=cell.agent, judge_model=None)

@@ -1,13 +1,14 @@
-"""Token ledger: per agent step and per task, plus the user simulator's, the judge's and the strategy's own calls
-kept apart, and the provider's retries: the one accounting path of an episode.
+"""Token ledger: per agent step and per task, every other role's calls kept apart by role (harness/usage.py), and
+the provider's retries: the one accounting path of an episode.
 
 The runner opens one ledger per episode (`episode()`); everything the episode calls writes to it: the agent's
 steps (harness/assembly/step.py), the user simulator and τ²'s judge (their adapters find it with `current()`),
 the strategy's own model calls (a ranker, a paid embedding: strategies.base.report_call, which `episode()` binds
 here, so strategies import no harness code) and every ModelClient retry (harness/serving/model_client.py counts
 into the ledger's ProviderStats). An online learner's calls after its episode (ACE's Reflector and Curator) go
-to a ledger of their own (`learning()`) whose strategy columns join that episode's row. `record_fields()` are
-the row's token and retry columns. Totals are sums of what the provider reported. A total over calls where any
+to a ledger of their own (`learning()`), the `learning` role of that episode's row. `record_fields()` are the
+row's `usage` by role and its step and retry columns. Totals are sums of what the provider reported. A total
+over calls where any
 call lacks a figure (cached tokens, cost) is None rather than a partial sum that would understate it.
 """
 
@@ -21,6 +22,7 @@ from functools import partial
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 from harness.serving.model_client import ProviderStats, Usage, count_tokens, provider_stats
+import harness.usage as by_role
 from harness.serving.providers import declared_provider
 from strategies import ModelCall
 from strategies.base import calls_to
@@ -41,25 +43,6 @@ class StepEntry:
     context_dropped_ids: tuple[str, ...] = ()  # left out by context_policy=priority_drop
     summarised_turns: int = 0  # conversation turns folded into the code-made summary
     phase: str = "act"  # act: a working step; answer: answer_mode=rebuild's extra call for the reply
-
-
-def sum_or_none(values: Iterable[Any]) -> Any:
-    values = list(values)
-    if not values or any(v is None for v in values):
-        return None
-    return sum(values)
-
-
-def strategy_sum(parts: Iterable[Any]) -> dict[str, Any]:
-    """The strategy columns of several rows or updates as one (an episode's ranker calls and its online update's):
-    counts summed, the cost None when any part's is unknown; none when no part made a call."""
-    parts = [p for p in parts if p.get("strategy_calls")]
-    if not parts:
-        return {}
-    return {"strategy_calls": sum(p["strategy_calls"] for p in parts),
-            "strategy_prompt_tokens": sum(p.get("strategy_prompt_tokens") or 0 for p in parts),
-            "strategy_completion_tokens": sum(p.get("strategy_completion_tokens") or 0 for p in parts),
-            "strategy_cost_usd": sum_or_none(p.get("strategy_cost_usd") for p in parts)}
 
 
 class MemoryTokenCounter:
@@ -86,15 +69,16 @@ class MemoryTokenCounter:
 @dataclass
 class Ledger:
     agent_steps: list[StepEntry] = field(default_factory=list)
-    user_calls: list[Usage] = field(default_factory=list)
-    judge_calls: list[Usage] = field(default_factory=list)  # τ²'s NL-assertion judge, kept apart like the user
-    strategy_calls: list[ModelCall] = field(default_factory=list)  # the strategy's own (strategies.base.report_call)
+    # every other role's calls, by role (harness/usage.py): the user simulator, τ²'s judge, the strategy's own
+    # (strategies.base.report_call), an online learner's update (`learning()`), or a role a plugin names
+    calls: dict[str, list[Any]] = field(default_factory=dict)
     provider: ProviderStats = field(default_factory=ProviderStats)  # retries of every call of the episode
     # memory-tool calls the agent step answered (harness/assembly/memory_calls.py): (ids given, an error?) each
     memory_calls: list[tuple[tuple[str, ...], bool]] = field(default_factory=list)
     memory_tools_offered: bool = False  # the row carries the memory-tool columns only when a tool was offered
     # told of each agent step as it is ledgered (the job's progress line, harness/runner/progress.py)
     on_step: Optional[Callable[[], None]] = field(default=None, repr=False, compare=False)
+    role: str = "strategy"  # where report_call's calls go: the strategy's own, or `learning` after the episode
 
     def add_agent_step(self, usage: Usage, memory_tokens: int, delivered_ids: Iterable[str], *,
                        dropped_ids: Iterable[str] = (), context_dropped_ids: Iterable[str] = (),
@@ -119,6 +103,12 @@ class Ledger:
             self.on_step()
         return entry
 
+    def add_call(self, role: str, usage: Any) -> None:
+        """One model call of `role` (anything with prompt_tokens, completion_tokens, cost_usd)."""
+        if role == "agent":
+            raise ValueError("the agent's calls are steps: add_agent_step")
+        self.calls.setdefault(role, []).append(usage)
+
     def add_memory_call(self, ids: Iterable[str], *, error: bool) -> None:
         self.memory_calls.append((tuple(ids), error))
 
@@ -130,55 +120,44 @@ class Ledger:
                 "memory_tool_ids": [list(ids) for ids, _ in self.memory_calls]}
 
     def add_user_call(self, usage: Usage) -> None:
-        self.user_calls.append(usage)
+        self.add_call("user", usage)
 
     def add_judge_call(self, usage: Usage) -> None:
-        self.judge_calls.append(usage)
+        self.add_call("judge", usage)
 
     def add_strategy_call(self, call: ModelCall) -> None:
-        self.strategy_calls.append(call)
+        self.add_call(self.role, call)
 
-    def totals(self) -> dict[str, Any]:
-        steps, users, judges = self.agent_steps, self.user_calls, self.judge_calls
-        return {
-            "prompt_tokens": sum(s.prompt_tokens for s in steps),
-            "cached_tokens": sum_or_none(s.cached_tokens for s in steps),
-            "cache_write_tokens": sum_or_none(s.cache_write_tokens for s in steps),
-            "completion_tokens": sum(s.completion_tokens for s in steps),
-            "memory_tokens": sum(s.memory_tokens for s in steps),
-            "cost_usd": sum_or_none(s.cost_usd for s in steps),
-            "user_prompt_tokens": sum(u.prompt_tokens for u in users),
-            "user_cached_tokens": sum_or_none(u.cached_tokens for u in users),
-            "user_completion_tokens": sum(u.completion_tokens for u in users),
-            "user_cost_usd": sum_or_none(u.cost_usd for u in users),
-            "judge_calls": len(judges),
-            "judge_prompt_tokens": sum(j.prompt_tokens for j in judges),
-            "judge_cached_tokens": sum_or_none(j.cached_tokens for j in judges) if judges else 0,
-            "judge_completion_tokens": sum(j.completion_tokens for j in judges),
-            "judge_cost_usd": sum_or_none(j.cost_usd for j in judges) if judges else 0.0,
-            "model_seconds": sum(s.latency_s for s in steps) + sum(u.latency_s for u in users)
-                             + sum(j.latency_s for j in judges),
-        }
+    def of(self, role: str) -> list[Any]:
+        return list(self.agent_steps) if role == "agent" else self.calls.get(role, [])
+
+    @property
+    def user_calls(self) -> list[Any]:
+        return self.of("user")
+
+    @property
+    def judge_calls(self) -> list[Any]:
+        return self.of("judge")
+
+    def usage(self) -> dict[str, dict[str, Any]]:
+        """The episode's usage by role (harness/usage.py): every role that made a call, and IDLE's roles always."""
+        roles = by_role.ordered([*by_role.IDLE, *self.calls])
+        out = {role: by_role.of_calls(role, self.of(role)) for role in roles}
+        return {role: figures for role, figures in out.items() if figures is not None}
 
     def record_fields(self) -> dict[str, Any]:
         """The ledger's share of a results.jsonl record, the same for every benchmark."""
-        return {"steps": len(self.agent_steps), **self.totals(),
-                "answer_calls": sum(s.phase == "answer" for s in self.agent_steps),
-                "summarised_turns": sum(s.summarised_turns for s in self.agent_steps),
-                "delivered": [list(s.delivered_ids) for s in self.agent_steps],
-                "dropped": [sorted({*s.dropped_ids, *s.context_dropped_ids}) for s in self.agent_steps],
-                "step_usage": self.step_rows(), **self.memory_tool_fields(), **self.provider.fields(),
-                **self.strategy_fields()}
-
-    def strategy_fields(self) -> dict[str, Any]:
-        """The strategy's own calls: none when it made none, so the row of a strategy that calls no model is
-        unchanged; analysis prices them with every other role (usd_strategy/task)."""
-        calls = self.strategy_calls
-        if not calls:
-            return {}
-        return {"strategy_calls": len(calls), "strategy_prompt_tokens": sum(c.prompt_tokens for c in calls),
-                "strategy_completion_tokens": sum(c.completion_tokens for c in calls),
-                "strategy_cost_usd": sum_or_none(c.cost_usd for c in calls)}
+        steps, timed = self.agent_steps, [*self.agent_steps, *(c for cs in self.calls.values() for c in cs)]
+        return {"usage": self.usage(),
+                "cache_write_tokens": by_role.sum_or_none(s.cache_write_tokens for s in steps),
+                "memory_tokens": sum(s.memory_tokens for s in steps),
+                # the agent's, the user simulator's and the judge's time (a strategy's call has no latency_s)
+                "model_seconds": sum(getattr(c, "latency_s", 0.0) for c in timed),
+                "answer_calls": sum(s.phase == "answer" for s in steps),
+                "summarised_turns": sum(s.summarised_turns for s in steps),
+                "delivered": [list(s.delivered_ids) for s in steps],
+                "dropped": [sorted({*s.dropped_ids, *s.context_dropped_ids}) for s in steps],
+                "step_usage": self.step_rows(), **self.memory_tool_fields(), **self.provider.fields()}
 
     def step_rows(self) -> list[dict[str, Any]]:
         rows = []
@@ -207,9 +186,9 @@ def episode(on_step: Optional[Callable[[], None]] = None) -> Iterator[Ledger]:
 
 @contextmanager
 def learning() -> Iterator[Ledger]:
-    """A ledger for an online learner's update after its episode (ACE's Reflector and Curator): its
-    `strategy_fields()` are added to that episode's row. A re-run inside the update is an episode of its own."""
-    ledger = Ledger()
+    """A ledger for an online learner's update after its episode (ACE's Reflector and Curator): its calls are
+    the `learning` role of that episode's row. A re-run inside the update is an episode of its own."""
+    ledger = Ledger(role="learning")
     with calls_to(ledger.add_strategy_call):
         yield ledger
 

@@ -3,15 +3,18 @@ episode as strategies see it: strategies.base.Trajectory), returned together by 
 benchmark's `run_episode` (harness/benchmarks/protocol.py). The runner hands the trajectory to online learners
 and never stores it; the benchmark has already written its own trajectory file.
 
-The row the runner makes of a record (the job's fields around it, the strategy's facts after it) is
-harness/row.py's `Row`, which owns every field name and their order on disk. An episode reaches the job loop as
-one `Outcome`, whatever ran it (a thread, a Ray worker, the budget gate).
+The row of an episode is made by one function, `build_row`, from its `RowParts`: the job's fields, the episode's
+record (or the failure that left none), the strategy's facts and, for an online learner, its update (`learned`).
+A row is never edited after it is built: a learner's update is one of its parts, so that row is built once the
+update is known (harness/runner/loop.py), from the same parts; the store adds only its own `attempt`
+(harness/store). harness/row.py's `Row` owns every field name and their order on disk. An episode reaches the job
+loop as one `Outcome`, whatever ran it (a thread, a Ray worker, the budget gate).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping, Optional
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Literal, Mapping, Optional, Union
 
 from harness.row import Row
 from strategies import Trajectory
@@ -70,6 +73,47 @@ class Stop:
 
 
 @dataclass(frozen=True)
+class RowParts:
+    """What a row is made of. job: the job's fields (harness/runner/job.py `Job.row_fields`); record: what the
+    benchmark returned (an `EpisodeRecord`, or its fields: an imported episode's; `failure()` when the episode
+    left none); facts: the strategy's record_facts; learned: an online learner's update (its facts and its
+    `learning` usage)."""
+
+    job: Mapping[str, Any]
+    trial: int
+    record: Union[EpisodeRecord, Mapping[str, Any]]
+    seed: Optional[int] = None
+    started_at: Optional[str] = None
+    trajectory: Optional[str] = None
+    facts: Mapping[str, Any] = field(default_factory=dict)
+    rerun: int = 0
+    learned: Mapping[str, Any] = field(default_factory=dict)
+
+    def with_update(self, learned: Mapping[str, Any]) -> "RowParts":
+        return replace(self, learned=learned)
+
+
+def failure(task_id: str, error: str, detail: str) -> dict[str, Any]:
+    """The record of an episode whose machinery failed: no result, no trajectory, no step."""
+    return {"task_id": task_id, "success": False, "reward": 0.0, "usage": {"agent": {"calls": 0}}, "error": error,
+            "error_detail": detail}
+
+
+def build_row(parts: RowParts) -> Row:
+    """THE row of an episode, from its parts (each column goes to its owner: the benchmark's, the strategy's, the
+    learner's extra columns for what harness/row.py does not declare)."""
+    record = parts.record.fields() if isinstance(parts.record, EpisodeRecord) else dict(parts.record)
+    episode = {"trial": parts.trial, **({"seed": parts.seed} if parts.seed is not None else {}), **record}
+    learned = dict(parts.learned)
+    if "usage" in learned:  # the update's own calls: a role of the episode's usage
+        learned["usage"] = {**episode.get("usage", {}), **learned["usage"]}
+    where = {"trajectory": parts.trajectory, **({"started_at": parts.started_at} if parts.started_at else {})}
+    return Row.of((parts.job, "benchmark_extra"), (episode, "benchmark_extra"), (parts.facts, "strategy_extra"),
+                  ({"reflection_rerun": parts.rerun} if parts.rerun else {}, "strategy_extra"),
+                  (where, "learner_extra"), (learned, "learner_extra"))
+
+
+@dataclass(frozen=True)
 class Outcome:
     """What became of one (task, trial), through every executor: its row (a failure is a row too, labelled by
     harness.errors), or a stop and nothing recorded.
@@ -80,6 +124,7 @@ class Outcome:
     connect to after its retries (harness/runner/reach.py decides whether the job stops)."""
 
     row: Optional[Row] = None
+    parts: Optional[RowParts] = None  # what `row` was built from (a learner's row: built again with its update)
     trajectory: Optional[Trajectory] = None
     payload: Optional[bytes] = field(default=None, repr=False)
     stop: Optional[Stop] = None

@@ -1,10 +1,10 @@
 """What a row of results.jsonl is: one episode, typed. The one definition of the schema version, of every field
 name and of their order on disk, and the one reader of the file.
 
-The runner builds a `Row` from the job's fields, the benchmark's `EpisodeRecord` and the strategy's facts; only
-the store writes it (`to_json`) and reads it back (`read_rows`), and so do the budget, the infra-balance line,
-the online replay and analysis's loader, through the store or this reader. The table in docs/running.md lists
-every field (tests/test_row.py checks both ways).
+A row is built by one function, harness/records.py `build_row`, and never edited; only the store writes it
+(`to_json`) and reads it back (`read_rows`), and so do the budget, the infra-balance line, the online replay and
+analysis's loader, through the store or this reader. The table in docs/running.md lists every field
+(tests/test_row.py checks both ways).
 
 A frozen stdlib dataclass, not a pydantic model: analysis imports this module (plain definitions only, like
 harness/assembly/options.py) without loading the harness or a validation library, and every writer is our own
@@ -12,18 +12,23 @@ code, so a row needs a declared shape, not input validation. A field a row does 
 no token columns; rows written before a field existed) is `UNSET` and is not written, which is not the same as
 `null` (`cost_usd: null`: the provider did not price the call).
 
-Columns a plugin benchmark, strategy or online learner adds that are not declared here travel in
-`benchmark_extra`, `strategy_extra` and `learner_extra`, each written at its owner's place in the line.
+Schema 2 (issue 34): what models spent is one mapping, `usage`, role -> {prompt, cached, completion, cost, calls}
+(harness/usage.py, the one list of roles), and columns a plugin benchmark, strategy or online learner adds that are
+not declared here are written under their owner's key, `benchmark_extra`, `strategy_extra`, `learner_extra`: a
+schema-2 line has no undeclared key. Lines of schema 1 (usage spelled into column names, an extra column's owner
+told by its place in the line) are read by `_from_schema_1`, so run directories written before load unchanged.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional, TypeVar, Union
+from typing import Any, Callable, Hashable, Iterable, Mapping, Optional, TypeVar, Union, cast
 
-SCHEMA_VERSION = 1
+import harness.usage as by_role
+
+SCHEMA_VERSION = 2  # 2: usage by role, extras under their owner; 1 still read (_from_schema_1)
 RESULTS = "results.jsonl"  # the run directory's file of rows, one JSON object per line
 
 
@@ -50,6 +55,7 @@ class _Unset:
 UNSET = _Unset()
 T = TypeVar("T")
 Maybe = Union[T, _Unset]  # a declared field a given row may not have
+R = TypeVar("R", bound="RowLike")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,23 +86,10 @@ class Row:
     termination: Maybe[str] = UNSET
     error: Maybe[Optional[str]] = UNSET
     error_detail: Maybe[Optional[str]] = UNSET
-    # the token ledger's (harness/ledger.py Ledger.record_fields)
-    steps: Maybe[int] = UNSET
-    prompt_tokens: Maybe[int] = UNSET
-    cached_tokens: Maybe[Optional[int]] = UNSET
-    cache_write_tokens: Maybe[Optional[int]] = UNSET
-    completion_tokens: Maybe[int] = UNSET
+    # the token ledger's (harness/ledger.py Ledger.record_fields): usage by role (harness/usage.py)
+    usage: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    cache_write_tokens: Maybe[Optional[int]] = UNSET  # the agent's prompt-cache writes (Anthropic)
     memory_tokens: Maybe[int] = UNSET
-    cost_usd: Maybe[Optional[float]] = UNSET
-    user_prompt_tokens: Maybe[int] = UNSET
-    user_cached_tokens: Maybe[Optional[int]] = UNSET
-    user_completion_tokens: Maybe[int] = UNSET
-    user_cost_usd: Maybe[Optional[float]] = UNSET
-    judge_calls: Maybe[int] = UNSET
-    judge_prompt_tokens: Maybe[int] = UNSET
-    judge_cached_tokens: Maybe[Optional[int]] = UNSET
-    judge_completion_tokens: Maybe[int] = UNSET
-    judge_cost_usd: Maybe[Optional[float]] = UNSET
     model_seconds: Maybe[Optional[float]] = UNSET
     answer_calls: Maybe[int] = UNSET
     summarised_turns: Maybe[int] = UNSET
@@ -127,10 +120,6 @@ class Row:
     cited_steps: Maybe[int] = UNSET
     episodes_seen: Maybe[int] = UNSET
     memory_size: Maybe[int] = UNSET
-    strategy_calls: Maybe[int] = UNSET
-    strategy_prompt_tokens: Maybe[int] = UNSET
-    strategy_completion_tokens: Maybe[int] = UNSET
-    strategy_cost_usd: Maybe[Optional[float]] = UNSET
     control_arm: Maybe[str] = UNSET  # `placebo:<reference>` or `protocol_only` (docs/controls.md)
     strategy_extra: Mapping[str, Any] = field(default_factory=dict)  # a plugin strategy's facts
     # where the row came from and when
@@ -152,11 +141,27 @@ class Row:
 
     # -- on disk ---------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """The row's keys in results.jsonl order: declared fields it has, each owner's extra columns in place."""
+        """The row's keys in results.jsonl order (schema 2): the declared fields it has, `usage` by role, and each
+        owner's extra columns under its own key, so that whose a column is never depends on where it stands."""
         out: dict[str, Any] = {}
         for name in ORDER:
             value = getattr(self, name)
-            if name in EXTRAS:
+            if name in MAPPINGS:
+                if value:
+                    out[name] = {k: dict(v) for k, v in value.items()} if name == "usage" else dict(value)
+            elif value is not UNSET:
+                out[name] = value
+        return out
+
+    def columns(self) -> dict[str, Any]:
+        """The row flat, as a reader asks it by column name (analysis's frames): usage spelled as schema 1's
+        columns (harness/usage.py `to_columns`), each owner's extra columns at its place."""
+        out: dict[str, Any] = {}
+        for name in ORDER:
+            value = getattr(self, name)
+            if name == "usage":
+                out.update(by_role.to_columns(value))
+            elif name in EXTRAS:
                 out.update(value)
             elif value is not UNSET:
                 out[name] = value
@@ -169,20 +174,17 @@ class Row:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Row":
-        """A row from its JSON object; an undeclared key goes to the extra columns of the owner it stands with."""
+        """A row from its JSON object. Schema 2 declares every key; an older row (schema 1, or a hand-made one
+        without `schema`) is read by schema 1's rules (`_from_schema_1`)."""
         if not isinstance(data, Mapping) or "task_id" not in data or "success" not in data:
             raise ValueError("not a record (needs task_id and success)")
-        known: dict[str, Any] = {}
-        extra: dict[str, dict[str, Any]] = {bucket: {} for bucket in EXTRAS}
-        owner = EXTRAS[0]
-        for key, value in data.items():
-            if key in COLUMNS:
-                known[key] = value
-                owner = _OWNER_AFTER[key]
-            else:
-                extra[owner][key] = value
-        buckets: dict[str, Any] = {bucket: cols for bucket, cols in extra.items() if cols}
-        return cls(**known, **buckets)
+        schema = data.get("schema")
+        if not isinstance(schema, int) or schema < 2:
+            return _from_schema_1(data)
+        undeclared = sorted(set(data) - FIELD_SET)
+        if undeclared:
+            raise ValueError(f"undeclared key(s) {undeclared} in a schema {schema} row")
+        return cls(**data)
 
     @classmethod
     def of(cls, *parts: tuple[Mapping[str, Any], str]) -> "Row":
@@ -214,10 +216,15 @@ class Row:
         return isinstance(name, str) and self.get(name, UNSET) is not UNSET
 
     def get(self, name: str, default: object = None) -> Any:
-        """A field or an extra column by name, `default` when the row does not have it (as dict.get)."""
+        """A field, a role's figure by its schema-1 column (`user_cost_usd`), or an extra column by name,
+        `default` when the row does not have it (as dict.get)."""
         if name in COLUMNS:
             value = getattr(self, name)
             return default if value is UNSET else value
+        if name in USAGE_COLUMNS or name.endswith(by_role.SUFFIXES):  # a role's figure by its schema-1 column
+            spelled = by_role.to_columns(self.usage)
+            if name in spelled:
+                return spelled[name]
         for bucket in EXTRAS:
             if name in getattr(self, bucket):
                 return getattr(self, bucket)[name]
@@ -233,26 +240,40 @@ class Row:
         """1 for a first record (and for rows written before `attempt` existed)."""
         return int(self.get("attempt", 1))
 
-    def with_columns(self, columns: Mapping[str, Any], extra: str) -> "Row":
-        """The row with more columns: declared names set their field, others join `extra` (an owner's bucket)."""
-        declared = {k: v for k, v in columns.items() if k in COLUMNS}
-        rest = {k: v for k, v in columns.items() if k not in declared}
-        if rest:
-            declared[extra] = {**getattr(self, extra), **rest}
-        return replace(self, **declared) if declared else self
-
 
 EXTRAS = ("benchmark_extra", "strategy_extra", "learner_extra")
+MAPPINGS = ("usage", *EXTRAS)  # written as a JSON object, and only when not empty
 # a stored row as a reader asks it (by name): a Row, or the dict one line of results.jsonl decodes to
 RowLike = Union[Row, Mapping[str, Any]]
 ORDER = tuple(f.name for f in fields(Row))
 FIELD_SET = frozenset(ORDER)
-FIELD_NAMES = tuple(name for name in ORDER if name not in EXTRAS)  # every declared column, in order
+FIELD_NAMES = tuple(name for name in ORDER if name not in EXTRAS)  # every declared key, in order
 COLUMNS = frozenset(FIELD_NAMES)
+USAGE_COLUMNS = frozenset(by_role.column(role, key) for role in by_role.ROLES for key in by_role.KEYS)
+
+
+def _from_schema_1(data: Mapping[str, Any]) -> Row:
+    """The reader of schema 1, kept for run directories written before schema 2: usage read from its columns
+    (`user_cost_usd` ...), and an undeclared key given to the owner whose section of the line it stands in (its
+    extra bucket came after its owner's declared fields). Schema 2 writes the owner instead."""
+    roles, data = by_role.from_columns(data)
+    known: dict[str, Any] = {"usage": roles} if roles else {}
+    extra: dict[str, dict[str, Any]] = {bucket: {} for bucket in EXTRAS}
+    owner = EXTRAS[0]
+    for key, value in data.items():
+        if key in COLUMNS:
+            known[key] = value
+            owner = _OWNER_AFTER[key]
+        elif key in EXTRAS and isinstance(value, Mapping):
+            extra[key].update(value)
+        else:
+            extra[owner][key] = value
+    buckets: dict[str, Any] = {bucket: cols for bucket, cols in extra.items() if cols}
+    return Row(**known, **buckets)
 
 
 def _owners() -> dict[str, str]:
-    """Declared field -> the extra bucket an undeclared key right after it belongs to."""
+    """Declared field -> the extra bucket an undeclared key right after it belongs to, in a schema-1 line."""
     owners, current = {}, EXTRAS[0]
     for name in ORDER:
         if name in EXTRAS:
@@ -298,18 +319,28 @@ def read_rows(path: str | Path, bad: Bad | None = None) -> list[tuple[int, Row]]
     return parse_rows(path.read_bytes(), str(path), bad) if path.is_file() else []
 
 
-def latest_per_episode(rows: Iterable[Row]) -> tuple[dict[tuple[str, int], Row], dict[str, int]]:
-    """The row that counts for each (task_id, trial): the highest `attempt`, and of equal attempts the later
-    line; with how many were dropped as `superseded` (an earlier attempt) or `duplicates` (the same attempt)."""
-    kept: dict[tuple[str, int], Row] = {}
+def latest_attempts(rows: Iterable[R], key: Callable[[R], Hashable]) -> tuple[dict[Hashable, int], dict[str, int]]:
+    """THE latest-attempt rule, for a Row or a decoded line alike: per `key` (an episode), the index of the row that
+    counts: the highest `attempt` (absent = 1), and of equal attempts the later line; with how many were dropped
+    as `superseded` (an earlier attempt) or `duplicates` (the same attempt). Keys in order of first appearance."""
+    rows = list(rows)
+    kept: dict[Hashable, int] = {}
     dropped = {"superseded": 0, "duplicates": 0}
-    for row in rows:
-        key = row.episode
-        old = kept.get(key)
-        if old is None:
-            kept[key] = row
+    for i, row in enumerate(rows):
+        k = key(row)
+        j = kept.get(k)
+        if j is None:
+            kept[k] = i
             continue
-        dropped["duplicates" if row.attempt_number == old.attempt_number else "superseded"] += 1
-        if row.attempt_number >= old.attempt_number:
-            kept[key] = row
+        new, old = int(row.get("attempt", 1)), int(rows[j].get("attempt", 1))
+        dropped["duplicates" if new == old else "superseded"] += 1
+        if new >= old:
+            kept[k] = i
     return kept, dropped
+
+
+def latest_per_episode(rows: Iterable[Row]) -> tuple[dict[tuple[str, int], Row], dict[str, int]]:
+    """The row that counts for each (task_id, trial) of one job's rows, by `latest_attempts`."""
+    rows = list(rows)
+    kept, dropped = latest_attempts(rows, lambda row: row.episode)
+    return {cast(tuple[str, int], k): rows[i] for k, i in kept.items()}, dropped

@@ -64,8 +64,13 @@ def config_check(capsys: pytest.CaptureFixture[str], *overrides: str, runs_dir: 
 
 
 def read_records(run_dir: Path) -> list[dict]:
+    """The run's rows as a reader asks them by column name (`Row.columns()`, as analysis's frames: a role's usage
+    spelled `user_cost_usd`, extras flat), with the `usage` mapping beside."""
+    from harness.row import Row
+
     path = run_dir / "results.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = [Row.from_json(line) for line in path.read_text().splitlines() if line.strip()]
+    return [{**row.columns(), "usage": {k: dict(v) for k, v in row.usage.items()}} for row in rows]
 
 
 def compose(*overrides: str):

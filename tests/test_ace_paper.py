@@ -9,7 +9,7 @@ from pathlib import Path
 from ace_fakes import MODEL, install_scripted_roles
 from conftest import read_records
 from harness.memory import ace_adapt
-from harness.runner.reflect_and_retry import read_retries
+from harness.store import RunStore
 from strategies import StepView, TaskView, Trajectory
 from strategies.ace.adapt import AceSettings, Adapter
 from strategies.ace.llm import JsonLLM
@@ -142,7 +142,7 @@ def test_adaptation_reruns_a_failed_tau2_episode_until_the_reflection_fixes_it(t
     assert code == 0
     first = read_records(tmp_path / "adapt" / "epoch1_train")
     assert len(first) == 1 and first[0]["success"] is False
-    retries = read_retries(tmp_path / "adapt" / "epoch1_train")
+    retries = RunStore(tmp_path / "adapt" / "epoch1_train").read_retries()
     assert [(r["reflection_rerun"], r["success"], r["task_id"]) for r in retries] == [(1, True, first[0]["task_id"])]
     assert retries[0]["trajectory"].endswith("__t0__r1.json") and retries[0]["prompt_tokens"] > 0
     from harness import benchmarks

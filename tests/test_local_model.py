@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import HUNG_S
+from conftest import HUNG_S, read_records
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -177,7 +177,7 @@ def test_tiny_local_run_records_token_sums_of_its_trajectory(tmp_path):
     assert len(started) == 1 and wait_gone(started[0], timeout=1.0), "run_job left its server running"
 
     run = tmp_path / "tiny"
-    (record,) = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    (record,) = read_records(run)
     assert record["error"] != "infra", record["error_detail"]  # an overflow is "context_overflow", never infra
     sim = json.loads((run / record["trajectory"]).read_text())["simulations"][0]
     agent = [m["usage"] for m in sim["messages"] if m["role"] == "assistant" and m.get("usage")]

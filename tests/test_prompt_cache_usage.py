@@ -85,7 +85,7 @@ def test_anthropic_cache_reads_and_writes_are_recorded_marked_and_priced(server)
     ledger.add_agent_step(usage, 0, [])
     ledger.add_agent_step(usage, 0, [])
     totals = ledger.record_fields()
-    assert totals["cached_tokens"] == 2 * READ and totals["cache_write_tokens"] == 2 * WRITE
+    assert totals["usage"]["agent"]["cached"] == 2 * READ and totals["cache_write_tokens"] == 2 * WRITE
     assert totals["step_usage"][0]["cache_write_tokens"] == WRITE
 
 

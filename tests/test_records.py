@@ -14,7 +14,7 @@ from harness.records import EpisodeRecord
 from harness.serving.model_client import Usage
 from strategies import TaskView, Trajectory
 
-# a τ² record's keys before EpisodeRecord, in order (the shared ones, the ledger's, then the benchmark's own)
+# a τ² record's keys, in order (the shared ones, the ledger's, then the benchmark's own)
 LEGACY_TAU2_KEYS = ["task_id", "success", "reward", "termination", "error", "error_detail", *Ledger().record_fields(),
                     "wall_s", "task_text", "task_set", "agent", "judge_model"]
 
@@ -30,7 +30,7 @@ def test_record_fields_keep_the_results_jsonl_keys_and_their_order():
                            extra={"task_set": {"v": 1}, "agent": "react", "judge_model": None})
     fields = record.fields()
     assert list(fields) == LEGACY_TAU2_KEYS
-    assert (fields["termination"], fields["agent"], fields["steps"]) == ("user_stop", "react", 0)
+    assert (fields["termination"], fields["agent"], fields["usage"]["agent"]["calls"]) == ("user_stop", "react", 0)
     json.dumps(fields)  # a results.jsonl line
 
 
@@ -53,6 +53,6 @@ def test_frame_labels_a_failure_writes_redacted_and_atomically_and_builds_the_re
     record, traj = frame.finish("t1", success=False, reward=0.0, termination="strategy", task_text="hi",
                                 trajectory=trajectory(), pass_count=0)
     fields = record.fields()
-    assert (fields["error"], fields["steps"], fields["prompt_tokens"], fields["pass_count"]) == \
-        ("strategy", 1, 10, 0)
+    agent = fields["usage"]["agent"]
+    assert (fields["error"], agent["calls"], agent["prompt"], fields["pass_count"]) == ("strategy", 1, 10, 0)
     assert "boom" in fields["error_detail"] and traj.success is True

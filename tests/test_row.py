@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -51,14 +52,31 @@ def test_a_row_reads_back_to_the_same_bytes(sweep_rows):
         assert Row.from_json(line).to_json() == line
 
 
-def test_undeclared_columns_stay_with_their_owner_and_their_place():
-    line = json.dumps({"job": "j", "trial": 0, "task_id": "1", "success": True, "task_text": "hi",
-                       "keyword": "refund", "provider_retries": 0, "my_fact": 3, "trajectory": "t.json",
-                       "attempt": 2, "learned": True})
-    row = Row.from_json(line)
+def test_a_schema_1_line_keeps_its_owners_and_usage_and_is_written_as_schema_2():
+    line = json.dumps({"job": "j", "trial": 0, "task_id": "1", "success": True, "steps": 3, "prompt_tokens": 10,
+                       "cost_usd": None, "user_prompt_tokens": 4, "user_cost_usd": 0.5, "task_text": "hi",
+                       "keyword": "refund", "provider_retries": 0, "my_fact": 3, "strategy_calls": 2,
+                       "strategy_cost_usd": 0.25, "trajectory": "t.json", "attempt": 2, "learned": True})
+    row = Row.from_json(line)  # schema 1 (no `schema`): an undeclared key's owner is where it stands
     assert (row.benchmark_extra, row.strategy_extra, row.learner_extra) == \
         ({"keyword": "refund"}, {"my_fact": 3}, {"learned": True})
-    assert row.to_json() == line and row["keyword"] == "refund" and row.attempt_number == 2
+    assert row.usage == {"agent": {"calls": 3, "prompt": 10, "cost": None}, "user": {"prompt": 4, "cost": 0.5},
+                         "strategy": {"calls": 2, "cost": 0.25}}
+    assert row["keyword"] == "refund" and row.attempt_number == 2 and row["user_cost_usd"] == 0.5
+    assert row.columns() == json.loads(line)  # as readers asking by column name see it
+    written = json.loads(row.to_json())  # schema 2: each owner's columns under its key, usage by role
+    assert written["benchmark_extra"] == {"keyword": "refund"} and written["strategy_extra"] == {"my_fact": 3}
+    assert "keyword" not in written and "user_cost_usd" not in written and written["usage"] == row.usage
+    again = Row.from_json(json.dumps({**written, "schema": 2}))
+    assert again == replace(row, schema=2)
+
+
+def test_a_schema_2_line_declares_every_key():
+    good = {"schema": 2, "task_id": "1", "success": True, "usage": {"agent": {"calls": 1}},
+            "strategy_extra": {"my_fact": 3}}
+    assert Row.from_dict(good).strategy_extra == {"my_fact": 3}
+    with pytest.raises(ValueError, match=r"undeclared key\(s\) \['my_fact'\] in a schema 2 row"):
+        Row.from_dict({**good, "my_fact": 3})
     with pytest.raises(ValueError, match=r"repeats declared field\(s\) \['success'\]"):
         Row(task_id="1", success=True, strategy_extra={"success": False})
     with pytest.raises(ValueError, match="needs task_id and success"):

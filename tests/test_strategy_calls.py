@@ -22,7 +22,9 @@ from strategies.ace.retrieval import AceRetrieval
 from strategies import StepView, TaskView
 from strategies.prices import price_of
 
-STRATEGY_COLUMNS = ("strategy_calls", "strategy_prompt_tokens", "strategy_completion_tokens", "strategy_cost_usd")
+def strategy_usage(fields: dict) -> dict:
+    """The strategy role of a row's (or a ledger's) usage by role; {} when it made no call."""
+    return fields["usage"].get("strategy", {})
 
 
 def ranker_strategy(model: str) -> AceRetrieval:
@@ -49,21 +51,21 @@ def test_the_rankers_calls_land_in_the_ledger_of_the_episode_that_made_them():
         strategy.deliver(TaskView("tau2_airline", "1", ""), step("my flight was cancelled"))  # cached: no call
         strategy.deliver(TaskView("tau2_airline", "2", ""), step("a refund please"))
     fields = spent.record_fields()
-    assert {k: fields[k] for k in STRATEGY_COLUMNS} == {
-        "strategy_calls": 2, "strategy_prompt_tokens": 200, "strategy_completion_tokens": 14,
-        "strategy_cost_usd": pytest.approx(2 * price.cost(100, 7))}
-    assert fields["prompt_tokens"] == 0 and fields["steps"] == 0  # kept apart from the agent's own columns
+    assert strategy_usage(fields) == {"calls": 2, "prompt": 200, "completion": 14,
+                                      "cost": pytest.approx(2 * price.cost(100, 7))}
+    agent = fields["usage"]["agent"]
+    assert agent["prompt"] == 0 and agent["calls"] == 0  # kept apart from the agent's own figures
 
     mixed = ranker_strategy(unpriced)
     with ledger.episode() as spent:
         strategy.deliver(TaskView("tau2_airline", "3", ""), step("baggage"))
         mixed.deliver(TaskView("tau2_airline", "3", ""), step("baggage"))
-    assert spent.record_fields()["strategy_cost_usd"] is None  # one unpriced call: unknown, never understated
+    assert strategy_usage(spent.record_fields())["cost"] is None  # one unpriced call: unknown, never understated
 
     ranker_strategy(priced).deliver(TaskView("tau2_airline", "4", ""), step("seat"))  # outside any episode: no one
     with ledger.episode() as quiet:  # listens, and the next episode starts clean
         pass
-    assert not any(k in quiet.record_fields() for k in STRATEGY_COLUMNS)  # no call, no columns: rows unchanged
+    assert "strategy" not in quiet.record_fields()["usage"]  # no call, no role
 
 
 def test_a_paid_embedding_is_a_strategy_call(monkeypatch):
@@ -81,9 +83,9 @@ def test_a_paid_embedding_is_a_strategy_call(monkeypatch):
     with ledger.episode() as spent:
         LiteLLMEmbedder(model, batch_size=2).embed(["a", "b", "c"])  # two batches: two calls
     fields = spent.record_fields()
-    assert (fields["strategy_calls"], fields["strategy_prompt_tokens"], fields["strategy_completion_tokens"]) == \
-        (2, 15, 0)
-    assert fields["strategy_cost_usd"] == pytest.approx(price_of(model).cost(10, 0) + price_of(model).cost(5, 0))
+    used = strategy_usage(fields)
+    assert (used["calls"], used["prompt"], used["completion"]) == (2, 15, 0)
+    assert used["cost"] == pytest.approx(price_of(model).cost(10, 0) + price_of(model).cost(5, 0))
 
 
 def test_concurrent_episodes_keep_their_own_calls():
@@ -94,7 +96,7 @@ def test_concurrent_episodes_keep_their_own_calls():
         with ledger.episode() as spent:
             for i in range(n):
                 strategy.deliver(TaskView("tau2_airline", f"{n}-{i}", ""), step(f"request {n} {i}"))
-        counts[n] = spent.record_fields()["strategy_calls"]
+        counts[n] = strategy_usage(spent.record_fields())["calls"]
 
     threads = [threading.Thread(target=episode, args=(n,)) for n in (1, 2, 3)]
     for t in threads:
@@ -119,10 +121,11 @@ def test_ace_online_rows_carry_each_updates_reflector_and_curator(runs_dir):
     assert len(online) == 2 and len(usage) == 2
     for row in online:  # the row's strategy columns are the update's calls, as its history line counts them
         roles = usage[f"{row['task_id']}#{row['trial']}"]
-        assert row["strategy_calls"] == sum(u["calls"] for u in roles.values()) == 2
-        assert row["strategy_prompt_tokens"] == sum(u["prompt_tokens"] for u in roles.values()) == 22
-        assert row["strategy_completion_tokens"] == 14 and row["strategy_cost_usd"] is None
-    assert not any(k in r for r in rows if r["strategy"] == "none" for k in STRATEGY_COLUMNS)
+        learning = row["usage"]["learning"]  # the update's calls: its own role, apart from the strategy's
+        assert learning["calls"] == sum(u["calls"] for u in roles.values()) == 2
+        assert learning["prompt"] == sum(u["prompt_tokens"] for u in roles.values()) == 22
+        assert learning["completion"] == 14 and learning["cost"] is None and "strategy" not in row["usage"]
+    assert not any(set(r["usage"]) & {"strategy", "learning"} for r in rows if r["strategy"] == "none")
 
     from analysis.build_cost import add_build_cost
     from analysis.load import load_records
@@ -135,28 +138,29 @@ def test_ace_online_rows_carry_each_updates_reflector_and_curator(runs_dir):
     assert built.loc[online_label, "build_tokens"] == 0
 
 
-def test_an_online_update_s_calls_join_the_episode_s_own_calls():
-    """An online learner whose episode made calls of its own (a ranker) and whose update made more: the row
-    carries both, summed, so the budget on resume and the tables count every call once."""
+def test_an_online_update_s_calls_are_a_role_beside_the_episode_s_own_calls():
+    """An online learner whose episode made calls of its own (a ranker) and whose update made more: the row,
+    built once the update is known, carries both roles, so the budget on resume and the tables count every call
+    once, and the row the episode came with is not edited."""
     from types import SimpleNamespace
 
-
-    from harness.records import Outcome
-    from harness.row import Row
-    from harness.runner.loop import with_loop_facts
+    from harness.records import Outcome, RowParts, build_row
+    from harness.runner.budget import episode_cost
+    from harness.runner.loop import with_update
     from strategies import Trajectory
 
-    row = Row(task_id="1", success=True, trial=0, strategy_calls=1, strategy_prompt_tokens=100,
-              strategy_completion_tokens=7, strategy_cost_usd=0.01)
-    outcome = Outcome(row=row, trajectory=Trajectory(TaskView("b", "1", ""), (), 1.0, True))
-    job = SimpleNamespace(settings=SimpleNamespace(model=SimpleNamespace(gguf=None)), key="j")
+    ranker = {"prompt": 100, "completion": 7, "cost": 0.01, "calls": 1}
+    record = {"task_id": "1", "success": True, "usage": {"agent": {"calls": 0}, "strategy": ranker}}
+    parts = RowParts({"job": "j"}, 0, record)
+    outcome = Outcome(row=build_row(parts), parts=parts, trajectory=Trajectory(TaskView("b", "1", ""), (), 1.0, True))
 
-    def after(update: dict) -> Row:
-        return with_loop_facts(job, outcome, 1, lambda trajectory, task, trial: update, {"1": object()}, None)
+    def after(update: dict):
+        return with_update(SimpleNamespace(key="j"), outcome, lambda trajectory, task, trial: update,
+                           {"1": object()}, None).row
 
-    summed = after({"strategy_calls": 2, "strategy_prompt_tokens": 22, "strategy_completion_tokens": 14,
-                    "strategy_cost_usd": 0.02, "update_lost": False})
-    assert (summed.strategy_calls, summed.strategy_prompt_tokens, summed.strategy_completion_tokens) == (3, 122, 21)
-    assert summed.strategy_cost_usd == pytest.approx(0.03) and summed.update_lost is False
-    assert after({"strategy_calls": 2, "strategy_cost_usd": None}).strategy_cost_usd is None  # unknown, not $0.01
-    assert after({"update_lost": True}).strategy_calls == 1  # an update without calls leaves the episode's alone
+    update = {"prompt": 22, "completion": 14, "cost": 0.02, "calls": 2}
+    both = after({"usage": {"learning": update}, "update_lost": False})
+    assert both.usage["strategy"] == ranker and both.usage["learning"] == update and both.update_lost is False
+    assert episode_cost(both) == pytest.approx(0.03) and outcome.row.usage.keys() == {"agent", "strategy"}
+    assert episode_cost(after({"usage": {"learning": {**update, "cost": None}}})) is None  # unknown, not $0.01
+    assert after({"update_lost": True}).usage == outcome.row.usage  # an update without calls adds no role

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import HUNG_S
+from conftest import HUNG_S, read_records
 
 from harness.benchmarks.tau2.data import TaskSource
 from harness.benchmarks.tau2.react import ACT, THINK
@@ -25,7 +25,7 @@ def _run(tmp_path: Path, *overrides: str, name: str = "r") -> tuple[Path, list[d
     cfg = compose_job(["strategy=none", f"runs_dir={tmp_path / 'runs'}", f"run_name={name}", "progress=false",
                        *overrides])
     run_dir = Path(run_job(cfg)["run_dir"])
-    return run_dir, [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    return run_dir, read_records(run_dir)
 
 
 def test_fingerprint_packaged_differs_from_a_modified_data_dir(tmp_path):

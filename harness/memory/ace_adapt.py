@@ -40,10 +40,9 @@ from harness.run import register_plugins
 from harness.settings import JobSettings
 from harness.errors import INFRA
 from harness.row import RESULTS, latest_per_episode, read_rows
-from harness.runner.reflect_and_retry import read_retries
 from harness.scripted import ace_roles
 from harness.serving.faults import ProviderUnusable
-from harness.store import now_iso
+from harness.store import RunStore, now_iso
 from strategies.ace.playbook import load_playbook
 from strategies.memory_file import learned_from
 from strategies.ace.adapt import DEFAULT_REFLECTION_ROUNDS
@@ -167,7 +166,7 @@ def score(run_dir: Path, job: str) -> dict[str, Any]:
 
 def retry_summary(run_dir: Path) -> dict[str, Any]:
     """Re-runs of failed training episodes (reflection rounds): how many, how many succeeded, their tokens."""
-    rows = read_retries(run_dir)
+    rows = RunStore(run_dir).read_retries()
     return {"episodes": len(rows), "succeeded": sum(bool(r.get("success")) for r in rows),
             "tasks_recovered": len({r.task_id for r in rows if r.get("success")}),
             "prompt_tokens": sum(int(r.get("prompt_tokens") or 0) for r in rows),

@@ -1,14 +1,13 @@
 """`budget_usd`: a hard cap on what a run directory spends, from recorded costs (docs/cost.md).
 
-Spent = every record already in the run's results.jsonl and retries.jsonl (all jobs, all attempts: superseded
-ones and an online learner's re-runs were paid for too; agent + user simulator + judge + the strategy's own
-calls, an online learner's updates among them) plus what this job spends: its episodes, their re-runs and
-updates (`charge`). An episode starts only when
-spent + (episodes in flight + 1) x the mean cost of an episode so far stays within the budget; so the total
-can pass the budget by at most the episodes already in flight when the estimate was low. Episodes in flight
-always finish and are recorded. An episode not started comes back as an `Outcome` stopped by the budget: nothing
-ran, nothing is recorded. The spend before this job comes from the rows the job read once at its start
-(harness/runner/loop.py).
+Spent = every record already in the run's results.jsonl and retries.jsonl (all jobs, all attempts: superseded ones
+and an online learner's re-runs were paid for too; agent + user simulator + judge + the strategy's own calls, an
+online learner's updates: every role of a row's `usage`) plus what this job spends: its episodes, their re-runs and
+updates (`charge`). An episode starts only when spent + (episodes in flight + 1) x the mean cost of an episode so
+far stays within the budget; so the total can pass the budget by at most the episodes already in flight when the
+estimate was low. Episodes in flight always finish and are recorded. An episode not started comes back as an
+`Outcome` stopped by the budget: nothing ran, nothing is recorded. The spend before this job comes from the rows
+the job read once at its start (harness/runner/loop.py).
 """
 
 from __future__ import annotations
@@ -16,30 +15,16 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Iterable, Optional
 
+import harness.usage as by_role
 from harness.benchmarks.protocol import Task
 from harness.records import Outcome, Stop
-from harness.row import Row
-
-ROLES = ("cost_usd", "user_cost_usd", "judge_cost_usd", "strategy_cost_usd")
+from harness.row import Row, RowLike
 
 
-def episode_cost(record: Row) -> Optional[float]:
-    """USD of one record over its roles; None when a role with calls is unpriced (a judge with no calls is 0)."""
-    total = 0.0
-    for role in ROLES:
-        value = record.get(role)
-        if value is None:
-            if role == "judge_cost_usd" and not record.get("judge_calls"):
-                continue
-            if role == "cost_usd" and not record.get("steps"):  # no agent call (e.g. a harness failure)
-                continue
-            if role == "user_cost_usd" and not record.get("user_prompt_tokens"):
-                continue
-            if role == "strategy_cost_usd" and not record.get("strategy_calls"):  # a strategy that called no model
-                continue
-            return None
-        total += float(value)
-    return total
+def episode_cost(record: RowLike) -> Optional[float]:
+    """USD of one record (a Row, or a line as decoded) over every role of its usage (harness/usage.py `cost`);
+    None when a role with calls is unpriced."""
+    return by_role.cost(by_role.of_record(record))
 
 
 def recorded_spend(rows: Iterable[Row]) -> tuple[float, list[float]]:

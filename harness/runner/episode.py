@@ -16,7 +16,7 @@ from harness.errors import INFRA, call_strategy, classify
 from harness.benchmarks import Benchmark
 from harness.benchmarks.protocol import Task
 from harness.ledger import Ledger, MemoryTokenCounter
-from harness.records import Outcome, Stop
+from harness.records import Outcome, RowParts, Stop, build_row, failure
 from harness.row import Row
 from harness.runner.job import Job, slug
 from harness.runner.reflect_and_retry import shown
@@ -77,18 +77,15 @@ class EpisodeRunner:
                 error, detail = classify(exc)  # "harness" unless it is a provider/worker failure after retries
                 row = self.failed(task, trial, error, detail, started_at)
                 return Outcome(row=row, unreachable=unreachable(row, calls))
-        row = Row.of((self.job.row_fields, "benchmark_extra"), ({"trial": trial, "seed": self.job.seeds[trial]},
-                     "benchmark_extra"), (episode.fields(), "benchmark_extra"), (facts, "strategy_extra"),
-                     ({"reflection_rerun": rerun} if rerun else {}, "strategy_extra"),
-                     ({"trajectory": str(rel), "started_at": started_at}, "learner_extra"))
-        return Outcome(row=row, trajectory=trajectory, unreachable=unreachable(row, calls))
+        parts = RowParts(self.job.row_fields, trial, episode, seed=self.job.seeds[trial], started_at=started_at,
+                         trajectory=str(rel), facts=facts, rerun=rerun)
+        row = build_row(parts)
+        return Outcome(row=row, parts=parts, trajectory=trajectory, unreachable=unreachable(row, calls))
 
     def failed(self, task: Task, trial: int, error: str, detail: str, started_at: str) -> Row:
         """The row of an episode that produced no result of its own (no trajectory)."""
-        return Row.of((self.job.row_fields, "benchmark_extra"),
-                      ({"trial": trial, "seed": self.job.seeds[trial], "task_id": task.id, "success": False,
-                        "reward": 0.0, "steps": 0, "error": error, "error_detail": detail, "trajectory": None,
-                        "started_at": started_at}, "benchmark_extra"))
+        return build_row(RowParts(self.job.row_fields, trial, failure(task.id, error, detail),
+                                  seed=self.job.seeds[trial], started_at=started_at))
 
 
 def unreachable(row: Row, calls: Ledger) -> Optional[str]:

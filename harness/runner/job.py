@@ -99,13 +99,18 @@ class Job:
                 "strategy": self.strategy_name, "memory": self.memory,
                 **({"strategy_variant": s.strategy.variant} if s.strategy.variant else {}),
                 "memory_provenance": self.provenance, "placement": self.assembly.placement,
-                "context_policy": self.assembly.context_policy, "answer_mode": self.assembly.answer_mode}
+                "context_policy": self.assembly.context_policy, "answer_mode": self.assembly.answer_mode,
+                # `openai/<alias>`: a model served by the managed llama.cpp server
+                **({"model_server": LOCAL_SERVER} if s.model.gguf else {})}
 
     def adapter(self) -> Benchmark:
         """The benchmark adapter: the one resolve built, or (in a Ray worker) a new one from the settings."""
         if self.benchmark is None:
             return benchmarks.create(self.settings.benchmark, self.assembly)
         return self.benchmark
+
+
+LOCAL_SERVER = "local llama.cpp"
 
 
 def trial_seeds(seed: int, trials: int) -> tuple[int, ...]:

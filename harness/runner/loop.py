@@ -2,8 +2,8 @@
 resumable, under a one-writer lock.
 
 It reads the run's rows once (resume), builds the strategy, hands the episodes to an executor with what only the
-loop knows (the attempt, an online learner's update: `after`, applied before the next episode of a stream
-starts), appends each finished `Outcome`'s row, and stops the job early for one of the `Stop` reasons
+loop knows (an online learner's update: `after`, applied before the next episode of a stream starts), has the
+store append each finished `Outcome`'s row with its attempt, and stops the job early for one of the `Stop` reasons
 (harness/records.py): the budget, a provider that is unusable or cannot be reached (harness/runner/reach.py),
 Ctrl-C. Stopping closes the executor (nothing new starts; what is recorded stays recorded), and the stop is
 written into the job's manifest and returned in its summary.
@@ -21,9 +21,7 @@ from typing import Any, Iterator, Optional
 from harness import secrets
 from harness.benchmarks.protocol import Task
 from harness.errors import INFRA, STRATEGY, FailureTally, StrategyError, classify
-from harness.ledger import strategy_sum
-from harness.records import Outcome, Stop
-from harness.row import Row
+from harness.records import Outcome, Stop, build_row
 from harness.runner import executors
 from harness.runner.budget import Budget
 from harness.runner.episode import EpisodeRunner, build_strategy
@@ -33,14 +31,13 @@ from harness.runner.job_rows import JobRows
 from harness.runner.online_replay import episode_key, reapply_online_updates
 from harness.runner.progress import Progress
 from harness.runner.reach import Reachability
-from harness.runner.reflect_and_retry import Learn, learner, read_retries
+from harness.runner.reflect_and_retry import Learn, learner
 from harness.serving.faults import ProviderUnusable
 from harness.serving.models import ModelSpec, open_model
 from harness.settings import JobSettings, plain
 from harness.store import RunStore
 from harness.store.joblock import job_lock
 
-LOCAL_SERVER = "local llama.cpp"
 
 
 def run_job(job: Job | JobSettings) -> dict[str, Any]:
@@ -82,7 +79,7 @@ def _run_job(job: Job, config: dict[str, Any], model: ModelSpec, store: RunStore
         # threads, Ray tasks, or an online learner's streams (side by side when independent, else in order)
         pool = executors.create(job, strategy, served=model.served_kwargs())
         # what the run directory spent so far: its episodes and an online learner's re-runs (retries.jsonl)
-        budget = Budget(s.budget_usd, [*rows.all, *read_retries(store.root)]) if s.budget_usd is not None else None
+        budget = Budget(s.budget_usd, [*rows.all, *store.read_retries()]) if s.budget_usd is not None else None
         learn = None
         if online:  # create() gives an online learner its streams, or one stream in order
             assert isinstance(pool, (executors.InOrderExecutor, executors.StreamsExecutor))
@@ -91,9 +88,7 @@ def _run_job(job: Job, config: dict[str, Any], model: ModelSpec, store: RunStore
         reach = Reachability(len(todo), model.name, s.model.max_retries)
 
         def after(outcome: Outcome) -> Outcome:  # before the next episode of its stream starts
-            assert outcome.row is not None
-            attempt = rows.attempts.get(outcome.row.episode, 1)
-            return replace(outcome, row=with_loop_facts(job, outcome, attempt, learn, by_id, store))
+            return with_update(job, outcome, learn, by_id, store)
 
         stop: Optional[Stop] = None
         # a stop closes the executor (leaving the `with`): nothing new starts, what is recorded stays recorded
@@ -105,9 +100,8 @@ def _run_job(job: Job, config: dict[str, Any], model: ModelSpec, store: RunStore
                             continue
                         stop = outcome.stop
                         break
-                    row = outcome.row
-                    assert row is not None
-                    store.append(row)
+                    assert outcome.row is not None
+                    row = store.append(outcome.row, attempt=rows.attempts.get(outcome.row.episode, 1))
                     rows.add(row)
                     tally.add(row)
                     bar.update(1, row)
@@ -144,30 +138,28 @@ def long_lived_frozen() -> Iterator[None]:
         gc.unfreeze()
 
 
-def with_loop_facts(job: Job, outcome: Outcome, attempt: int, learn: Optional[Learn], by_id: dict[str, Task],
-                    store: RunStore) -> Row:
-    """The episode's row with its attempt, the local server's mark, and an online learner's update applied."""
-    assert outcome.row is not None
-    served: dict[str, Any] = {"model_server": LOCAL_SERVER} if job.settings.model.gguf else {}  # `openai/<alias>`
-    row = replace(outcome.row, attempt=attempt, **served)
-    if learn is None or outcome.trajectory is None or row.get("error") in (INFRA, STRATEGY):
-        return row
+def with_update(job: Job, outcome: Outcome, learn: Optional[Learn], by_id: dict[str, Task],
+                store: RunStore) -> Outcome:
+    """An online learner's episode with its update applied: its row built again from its parts, the update among
+    them (a row is never edited). Any other episode as it came."""
+    row, parts = outcome.row, outcome.parts
+    if learn is None or outcome.trajectory is None or parts is None or row is None or \
+            row.get("error") in (INFRA, STRATEGY):
+        return outcome
     # e.g. ACE online: the playbook evolves during the run; a crash there is the treatment's. The update comes
     # before the row and carries the episode key, so neither is lost or doubled by a kill between the two (a
     # resumed run re-runs the episode and skips the applied update).
     task_id, trial = row.episode
     try:
-        facts = learn(replace(outcome.trajectory, episode=episode_key(task_id, trial)), by_id[task_id], trial)
+        learned = learn(replace(outcome.trajectory, episode=episode_key(task_id, trial)), by_id[task_id], trial)
     except StrategyError as exc:
         error, detail = classify(exc)
         if error == INFRA:  # its provider failed after retries: the episode itself stands
             store.note(f"{job.key}: online update skipped for {task_id} trial {trial}: {detail}")
-            return row
-        return replace(row, success=False, error=error, error_detail=detail)
-    facts = dict(facts or {})
-    if facts.get("strategy_calls"):  # the update's own calls join the episode's (a ranker's), never replace them
-        facts.update(strategy_sum([row, facts]))
-    return row.with_columns(facts, "learner_extra")
+            return outcome
+        learned = {"success": False, "error": error, "error_detail": detail}
+    parts = parts.with_update(dict(learned or {}))
+    return replace(outcome, row=build_row(parts), parts=parts)
 
 
 def close_job(job: Job, store: RunStore, rows: JobRows, model: ModelSpec, tally: FailureTally, executor: str,

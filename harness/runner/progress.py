@@ -22,12 +22,11 @@ from typing import Iterable, Optional, TextIO
 
 from tqdm import tqdm
 
+import harness.usage as by_role
 from harness.row import Row
 from foundation.terminal import wrap
 from harness.runner.budget import episode_cost
 
-# the roles whose figure says a call was priced (a judge that made no call is recorded as $0.0, not priced)
-PRICED_ROLES = ("cost_usd", "user_cost_usd", "strategy_cost_usd")
 
 
 class Progress:
@@ -70,7 +69,7 @@ class Progress:
             cost = episode_cost(record)  # every role, the strategy's own calls among them (budget.py's sum)
             if cost is None:
                 self.unpriced += 1
-            elif any(record.get(role) is not None for role in PRICED_ROLES):
+            elif by_role.priced(by_role.of_record(record)):
                 self.spent += cost
                 self.priced += 1
 

@@ -7,9 +7,11 @@ nothing) is called after each finished episode with two callables from the harne
 - `gold()` returns the benchmark adapter's gold solution of the task (asked only when ground truth is allowed;
   given only on the train split: a test task's solution never reaches a learner);
 - `samples`: the job's episode count (ACE's Curator is told "sample i of N").
-`learn` may return facts for the episode's row (ACE: `update_lost`), which the runner adds to it.
+`learn` may return facts for the episode's row (ACE: `update_lost`); they and the update's own calls (the
+`learning` role of its usage) are parts of that row (harness/records.py `RowParts.learned`).
 Strategies never import an adapter. Every re-run is a real, ledgered episode: its row goes to
-`<run>/retries.jsonl` (same fields plus `reflection_rerun`: 1, 2, ...), never into results.jsonl, so each (task,
+`<run>/retries.jsonl` (written by the store, `RunStore.append_retry`; same fields plus `reflection_rerun`: 1, 2,
+...), never into results.jsonl, so each (task,
 trial) keeps exactly one scored row and tables stay one row per episode; adaptation costs add the retries.
 """
 
@@ -17,21 +19,19 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, overload
 
+import harness.usage as by_role
 from harness import ledger
 from harness.benchmarks import Benchmark
 from harness.benchmarks.protocol import Task
 from harness.errors import INFRA, call_strategy
 from harness.records import Outcome
-from harness.row import Row, read_rows
 from harness.runner.budget import episode_cost
 from harness.serving.faults import ProviderUnusable
-from harness.store import RunStore, redact
+from harness.store import RunStore
 from strategies import Strategy, Trajectory
 
-RETRIES = "retries.jsonl"
 Learn = Callable[[Trajectory, Task, int], Mapping[str, Any]]  # an online learner's update: -> the row's facts
 
 
@@ -68,7 +68,7 @@ def learner(strategy: Strategy, bench: Benchmark, run_attempt: Callable[[Task, i
             if outcome.stop is not None:  # bad key / unknown model: the job stops, as for any episode
                 raise ProviderUnusable(outcome.stop.detail)
             assert outcome.row is not None
-            append_retry(store, outcome.row)
+            store.append_retry(outcome.row)
             if charge is not None:
                 charge(episode_cost(outcome.row))
             if outcome.trajectory is None or outcome.row.get("error") == INFRA:
@@ -76,24 +76,13 @@ def learner(strategy: Strategy, bench: Benchmark, run_attempt: Callable[[Task, i
             return shown(outcome.trajectory, ground_truth)
 
         gold = (lambda: bench.gold_solution(task)) if gold_allowed else None
-        with ledger.learning() as spent:  # the update's own model calls (ACE's Reflector, Curator) join the row
+        with ledger.learning() as spent:  # the update's own model calls (ACE's Reflector, Curator): its `learning`
             try:
                 facts = call_strategy(strategy, "learn", shown(trajectory, ground_truth), rerun, gold, samples)
             finally:
-                if charge is not None and spent.strategy_calls:  # spent even when the update then failed
-                    charge(spent.strategy_fields()["strategy_cost_usd"])
-        return {**(facts if isinstance(facts, Mapping) else {}), **spent.strategy_fields()}
+                if charge is not None and spent.of("learning"):  # spent even when the update then failed
+                    charge(by_role.cost(spent.usage()))
+        learning = {role: u for role, u in spent.usage().items() if role not in by_role.IDLE}
+        return {**(facts if isinstance(facts, Mapping) else {}), **({"usage": learning} if learning else {})}
 
     return run
-
-
-def append_retry(store: RunStore, row: Row) -> None:
-    line = row.to_json(scrub=redact) + "\n"
-    with store.locked():
-        with (Path(store.root) / RETRIES).open("a", encoding="utf-8") as fh:
-            fh.write(line)
-
-
-def read_retries(run_dir: str | Path) -> list[Row]:
-    """The re-runs' rows, through the one reader of row files (harness/row.py)."""
-    return [row for _, row in read_rows(Path(run_dir) / RETRIES)]

