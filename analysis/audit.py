@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import fmt
-from analysis.load import load_records
+from analysis.runs.load import load_records
 from strategies import MemoryFileError, load_memory
 
 JOB_KEYS = ["run_dir", "job", "strategy"]

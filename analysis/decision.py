@@ -1,7 +1,7 @@
 """One cell's decision for `make recommend` (analysis.recommend): on the tasks x trials EVERY strategy ran (paired;
 what only some ran is left out and said), which strategies are shown to be within the margin of every other
-(analysis.noninferiority), what each costs per task exactly as the tables price it, and the sentences that say
-so, or "No decision yet" with the tasks that would settle it (analysis.sizing)."""
+(analysis.statistics.noninferiority), what each costs per task exactly as the tables price it, and the sentences that
+say so, or "No decision yet" with the tasks that would settle it (analysis.statistics.sizing)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from analysis import fmt, noninferiority, sizing
-from analysis.build_cost import add_build_cost
-from analysis.costs import ROLES, add_costs, called_roles, usd
-from analysis.metrics import GROUP, on_common_pairs, pass_hat_k_per_task, per_task_means, spent, task_success, \
-    valid, with_assembly, with_tokens
-from analysis.stats import MIN_TASKS
+from analysis import fmt
+from analysis.runs.build_cost import add_build_cost
+from analysis.runs.costs import ROLES, add_costs, called_roles, usd
+from analysis.statistics import noninferiority, sizing
+from analysis.statistics.metrics import GROUP, on_common_pairs, pass_hat_k_per_task, per_task_means, spent, \
+    task_success, valid, with_assembly, with_tokens
+from analysis.statistics.stats import MIN_TASKS
 from harness.usage import column
 
 ROLES_USD = tuple(col.removesuffix("/task") for col in ROLES.values())  # each role's record field
@@ -27,7 +28,7 @@ class Recommendation:
     benchmark: str
     split: str
     model: str
-    assembly: str  # "" unless the runs varied placement / context policy / answer mode (analysis.metrics.CELL)
+    assembly: str  # "" unless the runs varied placement / context policy / answer mode (metrics.CELL)
     k: int
     best: str  # the best observed rate (not a recommendation)
     choice: str | None  # None: no decision yet
@@ -60,7 +61,8 @@ def shared_pairs(groups: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
 
 
 def price_table(groups: dict[str, pd.DataFrame], amortise_over: int | None) -> pd.DataFrame:
-    """Per strategy, the tables' own per-task figures (analysis.metrics, build_cost, costs) on these records."""
+    """Per strategy, the tables' own per-task figures (analysis.statistics.metrics, build_cost, costs) on these
+    records."""
     rows = [{**{c: g[c].iloc[0] for c in GROUP}, "records": len(g), "success": g["success"].mean(),
              **per_task_means(g)} for g in groups.values()]
     records = pd.concat(groups.values())
@@ -77,7 +79,7 @@ def _unknown_records(g: pd.DataFrame, by: str) -> int:
     for col in ROLES_USD:
         if col in used:
             missing |= used[col].isna().to_numpy()
-        elif col != "judge_cost_usd":  # as analysis.costs: no judge field = no judge; no agent / user field = unknown
+        elif col != "judge_cost_usd":  # as runs.costs: no judge field = no judge; no agent / user field = unknown
             missing[:] = True
     for role in called_roles(used):  # the strategy's own, an online learner's update, a plugin's
         calls, cost = column(role, "calls"), column(role, "cost")

@@ -28,8 +28,8 @@ from typing import Any
 import pandas as pd
 
 from analysis import fmt
-from analysis.load import load_records
-from analysis.metrics import GROUP, valid, with_assembly
+from analysis.runs.load import load_records
+from analysis.statistics.metrics import GROUP, valid, with_assembly
 
 SUCCESS_TOLERANCE = 1e-6  # tau2's is_successful: |reward - 1| <= 1e-6
 CELL_FACTS = ("run", "job", "memory", "memory_provenance", "placement", "context_policy", "answer_mode", "agent",

@@ -30,10 +30,11 @@ import sys
 import numpy as np
 import pandas as pd
 
-from analysis import fmt, identity, power
-from analysis.load import add_pool_option, family, load_for_command
-from analysis.metrics import CELL, GROUP, valid, with_assembly
-from analysis.verdict import N_SPLITS, SEED, Verdict, aa_line, outcomes, split_band
+from analysis import fmt, power
+from analysis.runs import identity
+from analysis.runs.load import add_pool_option, family, load_for_command
+from analysis.statistics.metrics import CELL, GROUP, valid, with_assembly
+from analysis.statistics.verdict import N_SPLITS, SEED, Verdict, aa_line, outcomes, split_band
 
 AA_VARIANT = re.compile(r"aa_seed=(\d+)")  # configs/experiment/aa.yaml
 

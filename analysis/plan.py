@@ -33,11 +33,11 @@ from typing import Any, Optional
 import pandas as pd
 
 from analysis import fmt, power
-from analysis.metrics import BASELINE, INFRA, valid
+from analysis.statistics.metrics import BASELINE, INFRA, valid
 from harness.row import RESULTS, latest_per_episode, read_rows  # the row and its one reader (plain definitions)
 from strategies.prices import Price, fmt_usd, price_of
-from analysis.plan_estimate import (EXTRACT_PER_TASK, PRIOR_BAND, PRIORS, Episode, PlanError,  # noqa: F401
-                                     base_name, memory_block_tokens, pilot_episode, prior_episode, usd)
+from analysis.planning.plan_estimate import (EXTRACT_PER_TASK, PRIOR_BAND, Episode, PlanError, base_name,
+                                             memory_block_tokens, pilot_episode, prior_episode, usd)
 
 # ---------------------------------------------------------------------------------------------- resume, pilot
 
@@ -55,7 +55,7 @@ def recorded_episodes(run_dir: Optional[str], facts: dict[str, Any]) -> dict[str
 
 
 def load_pilot(path: str, facts: dict[str, Any]) -> pd.DataFrame:
-    from analysis.load import load_records
+    from analysis.runs.load import load_records
 
     records = load_records([path])
     if records.empty:

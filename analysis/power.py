@@ -1,7 +1,7 @@
 """`python -m analysis.power RUN_DIR... | --profile strong|small` (`make power`): how big a difference the runs can see.
 
 For every strategy against `none` (same benchmark, split, model), paired over the (task, trial) pairs both ran
-(`paired` = tasks x trials; analysis.sizing):
+(`paired` = tasks x trials; analysis.statistics.sizing):
 
 * per-task difference d_t = mean over trials of (success_a - success_b), trials paired by trial index;
 * within-task (trial-to-trial) variance s2_w = mean over tasks of the variance of the per-trial differences,
@@ -23,7 +23,7 @@ finds is never flagged, whatever its MDΔ (the tables print the same flag by the
 Per strategy it also reports the task-level variance of success and the between-trial agreement (share of
 tasks whose trials all agree). When strategies' infra rates differ it says so, with Δ both ways.
 
-`--profile` takes the variances from the SIMULATED world instead of a pilot (analysis.power_world).
+`--profile` takes the variances from the SIMULATED world instead of a pilot (analysis.planning.power_world).
 """
 
 from __future__ import annotations
@@ -35,12 +35,14 @@ import sys
 import numpy as np
 import pandas as pd
 
-from analysis import fmt, harm, identity, infra, sizing, stats
-from analysis.verdict import Verdict, harm_tail, pair_band_pts
-from analysis.variance import POWER, TRIAL_GRID, Variance, critical, pair_row, pair_variance, task_ranges, \
+from analysis import fmt
+from analysis.runs import identity
+from analysis.runs.load import add_pool_option
+from analysis.statistics import harm, infra, sizing, stats
+from analysis.statistics.metrics import BASELINE, CELL, EXCLUDED, INFRA, on_common_pairs, task_success, valid
+from analysis.statistics.variance import POWER, TRIAL_GRID, Variance, critical, pair_row, pair_variance, task_ranges, \
     variance_of  # noqa: F401  (analysis.power's public names, as before the split)
-from analysis.load import add_pool_option
-from analysis.metrics import BASELINE, CELL, EXCLUDED, INFRA, on_common_pairs, task_success, valid
+from analysis.statistics.verdict import Verdict, harm_tail, pair_band_pts
 
 
 def agreement(df: pd.DataFrame) -> float:
@@ -93,7 +95,8 @@ def of_pair(mine: pd.DataFrame, base: pd.DataFrame, alpha: float = stats.ALPHA) 
 
 def flag_underpowered(summary: pd.DataFrame, records: pd.DataFrame,
                       exclude: tuple[str, ...] = EXCLUDED) -> pd.DataFrame:
-    """summary (analysis.metrics.summarize) with `MDΔ_pts`, `p` and `underpowered` per strategy row vs none."""
+    """summary (analysis.statistics.metrics.summarize) with `MDΔ_pts`, `p` and `underpowered` per strategy row vs
+    none."""
     table = power_table(records, exclude=exclude)
     keys = [*CELL, "strategy"]
     cols = [c for c in ("MDΔ_pts", "underpowered", "p", "verdict") if c in table]
@@ -159,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     above: list[str] = []
     below: list[str] = []
     if args.profile:
-        from analysis.power_world import simulated_table
+        from analysis.planning.power_world import simulated_table
         from harness.scripted.simulated_world import WorldError
 
         try:
@@ -169,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print(fmt.simulated_banner(table["model"]) + "\n")
     elif args.runs:
-        from analysis.load import load_for_command
+        from analysis.runs.load import load_for_command
 
         if (loaded := load_for_command("power", args)) is None:
             return 2

@@ -3,16 +3,16 @@
 Per (benchmark, split, model): on the tasks x trials every strategy ran (paired; the size is printed), a strategy
 qualifies when it is *shown* to be at most DELTA points below every other strategy on the ranked metric (success
 or Pass^K), by one-sided task-paired tests valid for 0/1 outcomes, Holm-corrected over the strategies
-(analysis.noninferiority), on at least 20 paired tasks. The recommendation is the cheapest qualifying strategy
-(its sentence says why: "the only strategy shown non-inferior", or "the cheapest of N shown non-inferior"), by
+(analysis.statistics.noninferiority), on at least 20 paired tasks. The recommendation is the cheapest qualifying
+strategy (its sentence says why: "the only strategy shown non-inferior", or "the cheapest of N shown non-inferior"), by
 tokens (the agent's and the strategy's own calls) or by cost per task (the tables' USD: every role), with the
-one-off cost of building its memory amortised in (analysis.build_cost); a strategy whose price is unknown is
+one-off cost of building its memory amortised in (analysis.runs.build_cost); a strategy whose price is unknown is
 named, never called the cheapest. When no strategy qualifies the answer is "No decision yet", never a strategy
 name, with how many tasks (x trials) would settle it and the range a bootstrap over the tasks gives. When the
 strategies' infra-error rates differ it says whether the answer holds with infra counted as failures (the
 default) and with infra excluded. Strategies that ran on different task sets are refused (exit 2) unless
 --shared-tasks. It says why in plain sentences (docs/deciding.md). Control arms (placebo, protocol_only) are never
-candidates: their content / length / instruction decomposition is one more sentence (analysis.controls).
+candidates: their content / length / instruction decomposition is one more sentence (analysis.views.controls).
 """
 
 from __future__ import annotations
@@ -22,11 +22,14 @@ import textwrap
 
 import pandas as pd
 
-from analysis import controls, fmt, harm, identity, infra, power, stats
+from analysis import fmt, power
 from analysis.decision import Recommendation, decide
-from analysis.load import add_pool_option
-from analysis.metrics import BASELINE, CELL, INFRA, on_common_pairs, valid, with_assembly
-from analysis.verdict import SHOWN
+from analysis.runs import identity
+from analysis.runs.load import add_pool_option
+from analysis.statistics import harm, infra, stats
+from analysis.statistics.metrics import BASELINE, CELL, INFRA, on_common_pairs, valid, with_assembly
+from analysis.statistics.verdict import SHOWN
+from analysis.views import controls
 
 
 def recommend(records: pd.DataFrame, k: int = 1, by: str = "tokens", delta_pts: float = 5.0,
@@ -59,8 +62,8 @@ def recommend(records: pd.DataFrame, k: int = 1, by: str = "tokens", delta_pts: 
 
 def harm_line(cell: pd.DataFrame, choice: str | None, exclude: tuple[str, ...] = ()) -> str | None:
     """The `Harm:` sentence when the recommended strategy harmed tasks `none` solved (count and ids), whatever its
-    mean, with the verdict the tables print for it against `none` (analysis.verdict); None when it harmed none,
-    or is `none`, or the cell has no `none`."""
+    mean, with the verdict the tables print for it against `none` (analysis.statistics.verdict); None when it harmed
+    none, or is `none`, or the cell has no `none`."""
     ok = valid(cell, exclude)
     if choice is None or choice == BASELINE or not (ok["strategy"] == BASELINE).any():
         return None
@@ -101,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     add_pool_option(parser)
     identity.add_shared_tasks_option(parser)
     args = parser.parse_args(argv)
-    from analysis.load import load_records
+    from analysis.runs.load import load_records
 
     try:
         records = load_records(args.runs, overlap="pool" if args.pool_runs else "refuse")

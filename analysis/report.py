@@ -4,7 +4,7 @@ Self-contained: the tables are inline HTML and the plots are PNGs embedded as ba
 mailed or attached as it is. Default output: <first run>/analysis/report.html.
 
 The page reads at a glance: the per-strategy table leads with the terminal table's essential columns (success,
-Δ vs none, tokens, cost; analysis.displays.compact_display), every other column is one click away (<details>).
+Δ vs none, tokens, cost; analysis.views.displays.compact_display), every other column is one click away (<details>).
 The page is a list of sections (SECTIONS): a new one is a function of the Page that returns its HTML.
 """
 
@@ -23,10 +23,11 @@ from urllib.parse import urlencode
 
 import pandas as pd
 
-from analysis import fmt, ibm, plots, task_effects
-from analysis.displays import COMPACT_NOTE, compact_display, models_display, pairs_display, strategies_display
-from analysis.metrics import GROUP
+from analysis import fmt, task_effects
+from analysis.statistics.metrics import GROUP
 from analysis.tables import Analysis, cli, view_line
+from analysis.views import ibm, plots
+from analysis.views.displays import COMPACT_NOTE, compact_display, models_display, pairs_display, strategies_display
 
 # Headers and figures never break (tests/test_report_browser.py measures the headers at 1280 and 1920 px); a
 # model name may, after its slashes only (model_cell). A table wider than the window scrolls in its own box, so

@@ -10,12 +10,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from analysis import fmt, identity, infra, task_sets
+from analysis import fmt
 from analysis.fmt import plain, simulated_banner, wrap
-from analysis.load import add_pool_option, load_for_command
-from analysis.metrics import infra_imbalance
-from analysis.displays import COMPACT_NOTE, compact_display, markdown, scenario_warnings, strategies_display
+from analysis.runs import identity, task_sets
+from analysis.runs.load import add_pool_option, load_for_command
+from analysis.statistics import infra
+from analysis.statistics.metrics import infra_imbalance
 from analysis.tables import exclusions, notes, summary_of, view_line
+from analysis.views.displays import COMPACT_NOTE, compact_display, markdown, scenario_warnings, strategies_display
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)

@@ -6,14 +6,14 @@ Writes, for the records under the given run directories:
                         steps, cost per task, Δ vs none, error counts per label (`errors`)
     models.md/.csv      IBM's shape: model, none, best, best strategy, Δ with paired CI and p, tokens none → best
     pairs.md/.csv       every pair of strategies on the same tasks (paired bootstrap CI, McNemar / sign-flip p)
-    controls.md         with control arms: content / length / instruction effects, paired (analysis.controls)
+    controls.md         with control arms: content / length / instruction effects, paired (analysis.views.controls)
     ibm_<view>.md/.csv  with --experiment: IBM's published rows beside ours
-    *.png / *.svg       plots (see analysis.plots)
+    *.png / *.svg       plots (see analysis.views.plots)
 and prints the strategies table (and the IBM view). By default every record counts and an infra error is a failed
 trial (tau2-bench's leaderboard convention). `--exclude LABEL` (repeatable; e.g. `--exclude infra`) leaves
 records with that error out of the rates: a non-default view, named in the first line above every table.
-`--pool-runs` counts runs that hold the same episodes as extra trials (analysis.load; refused without it).
-Strategies that ran on different task sets are refused (exit 2) unless `--shared-tasks` (analysis.identity); a
+`--pool-runs` counts runs that hold the same episodes as extra trials (analysis.runs.load; refused without it).
+Strategies that ran on different task sets are refused (exit 2) unless `--shared-tasks` (analysis.runs.identity); a
 strategy run with two memory artifacts is two rows. Tasks whose every trial was infra are listed above the table.
 """
 
@@ -27,14 +27,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import controls, fmt, ibm, identity, infra, plots, power, stats, task_effects, task_sets
-from analysis.build_cost import add_build_cost
-from analysis.costs import add_costs
-from analysis.compare import model_table
-from analysis.displays import (COMPACT_NOTE, compact_display, markdown, models_display, pairs_display,
+from analysis import fmt, power, task_effects
+from analysis.runs import identity, task_sets
+from analysis.runs.build_cost import add_build_cost
+from analysis.runs.costs import add_costs
+from analysis.runs.load import add_pool_option, load_compared, load_memory_history, steps_frame
+from analysis.statistics import infra, stats
+from analysis.statistics.metrics import EXCLUDED, GROUP, INFRA, infra_imbalance, paired_comparisons, summarize
+from analysis.views import controls, ibm, plots
+from analysis.views.compare import model_table
+from analysis.views.displays import (COMPACT_NOTE, compact_display, markdown, models_display, pairs_display,
                                scenario_warnings, strategies_display)
-from analysis.load import add_pool_option, load_compared, load_memory_history, steps_frame
-from analysis.metrics import EXCLUDED, GROUP, INFRA, infra_imbalance, paired_comparisons, summarize
 
 FEW = (f"* = fewer than {stats.MIN_TASKS} tasks: CI too wide to rank strategies. Δ vs none not found by the paired "
        f"test (McNemar / sign-flip): within noise = inside the pair's A/A band, underpowered = outside it (one "
@@ -181,7 +184,7 @@ def write(result: Analysis, out_dir: Path, plot: bool = True) -> list[Path]:
 
 def exclusions(labels: list[str]) -> tuple[str, ...]:
     """The --exclude labels (none by default); an unknown label is an error (a typo would silently change nothing)."""
-    from analysis.metrics import ERROR_LABELS
+    from analysis.statistics.metrics import ERROR_LABELS
 
     unknown = [label for label in labels if label not in ERROR_LABELS]
     if unknown:

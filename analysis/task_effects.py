@@ -1,5 +1,6 @@
 """`make tables` / `make report`'s per-task section: which tasks each strategy helped and harmed against `none`
-(analysis.harm), with the A/A noise floor beside Δ vs none (analysis.noise_floor), per row of the strategies table.
+(analysis.statistics.harm), with the A/A noise floor beside Δ vs none (analysis.noise_floor), per row of the strategies
+table.
 
 `none`'s own row reads its trials split in halves: the harmed tasks that rule lists there are noise by
 construction, and `chance` says how many to expect. Task ids link to the viewer's compare page in
@@ -14,19 +15,21 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import fmt, harm, noise_floor
-from analysis.corruption import corruption_column, split_label
-from analysis.metrics import BASELINE, GROUP, with_assembly
-from analysis.verdict import Verdict, harm_tail
+from analysis import fmt, noise_floor
+from analysis.runs.corruption import corruption_column, split_label
+from analysis.statistics import harm
+from analysis.statistics.metrics import BASELINE, GROUP, with_assembly
+from analysis.statistics.verdict import Verdict, harm_tail
 
-READING = "reading"  # a hidden column: the line that reconciles the row's views (analysis.verdict)
+READING = "reading"  # a hidden column: the line that reconciles the row's views (analysis.statistics.verdict)
 
 SHOWN_IDS = 10
 NOTE = ("helped / harmed: tasks whose success against none's changed beyond trial noise (" + harm.RULE + "); the "
         "none row: none against itself, trials split in halves. chance = harmed tasks trial noise alone would list "
         "if the strategy equalled none (docs/robustness.md). A/A ±: a strategy's row, the band for its difference "
         "from none (both cells' trials pooled per task and split at random, 95%); none's row, none against itself "
-        "at its tasks x trials. Δ vs none: its verdict (analysis.verdict), the line below a row where views differ.")
+        "at its tasks x trials. Δ vs none: its verdict (analysis.statistics.verdict), the line below a row where views "
+        "differ.")
 
 
 def computed(result) -> tuple[list[harm.TaskEffects], pd.DataFrame]:
@@ -36,7 +39,8 @@ def computed(result) -> tuple[list[harm.TaskEffects], pd.DataFrame]:
 
 
 def frame(result, found: list[harm.TaskEffects]) -> pd.DataFrame:
-    """One row per strategies-table row: Δ vs none with its verdict (analysis.verdict, the strategies table's own),
+    """One row per strategies-table row: Δ vs none with its verdict (analysis.statistics.verdict, the strategies
+    table's own),
     the A/A band (a strategy's: the band for its difference from none; none's: its own), helped / harmed counts,
     chance, ids, and the reading line where the mean and the per-task or band view answer differently."""
     by_key = {(*map(str, e.cell), e.strategy.removesuffix(f" {harm.AA}")): e for e in found}

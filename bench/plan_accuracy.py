@@ -17,9 +17,8 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analysis import plan
-from analysis.load import load_records
-from analysis.metrics import INFRA
+from analysis import plan, load_records
+from analysis.statistics.metrics import INFRA
 
 TOKENS = ("prompt", "completion", "user_prompt", "user_completion")
 RECORDED = ("prompt_tokens", "completion_tokens", "user_prompt_tokens", "user_completion_tokens")

@@ -1,6 +1,6 @@
 """The "infra rates differ" rule, defined once. The runner's end-of-job warning (harness/runner/infra_balance.py)
-and analysis's warnings (analysis/metrics.py `infra_imbalance` above every table, analysis/infra.py for power and
-recommend) all decide and word it here.
+and analysis's warnings (analysis/statistics/metrics.py `infra_imbalance` above every table,
+analysis/statistics/infra.py for power and recommend) all decide and word it here.
 
 Infra episodes (still `infra` after retries) count as failed trials (tau2-bench's leaderboard convention), but a
 strategy that causes them (a memory block a provider times out on, say) must be visible. So within one comparison
@@ -10,7 +10,7 @@ exactly, and any difference, even 0 of 40 against 1 of 40, is warned: the rule i
 
 The cell is what strategies are compared within: `CELL`, a row's benchmark, split, model and request-assembly
 settings. Analysis groups by the same key, with the three settings shown as its `assembly` column
-(analysis/identity.py); the runner compares the jobs of its own run directory; each names a strategy by
+(analysis/runs/identity.py); the runner compares the jobs of its own run directory; each names a strategy by
 `strategy_label` (analysis adds its identity tags: ground truth, provenance, memory artifact).
 
 Plain definitions, standard library only: analysis imports this module without loading any runner code.

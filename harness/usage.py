@@ -17,7 +17,7 @@ A plain definition (stdlib only): analysis imports it, as it imports harness/row
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional, Protocol
 
 # The built-in roles, in the order tables show them. A plugin's role needs no entry: it is shown after these.
 ROLES = ("agent", "user", "judge", "strategy", "learning")
@@ -74,9 +74,16 @@ def ordered(roles: Iterable[str]) -> list[str]:
     return [r for r in ROLES if r in seen] + [r for r in seen if r not in ROLES]
 
 
-def of_record(record: Any) -> Mapping[str, Usage]:
+class HasUsage(Protocol):
+    """A Row (harness/row.py), seen from here without importing it."""
+
+    @property
+    def usage(self) -> Mapping[str, Usage]: ...
+
+
+def of_record(record: HasUsage | Mapping[str, Any]) -> Mapping[str, Usage]:
     """The usage of a Row, or of a line as decoded (schema 2's `usage`, or read from schema 1's columns)."""
-    if hasattr(record, "usage"):
+    if not isinstance(record, Mapping):
         return record.usage
     return record["usage"] if "usage" in record else from_columns(record)[0]
 

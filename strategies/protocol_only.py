@@ -12,7 +12,7 @@ from typing import Any, Mapping, Optional
 from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory, memory_frame
 from strategies.registry import StrategyContext
 
-CONTROL = "protocol_only"  # the row's `control_arm`: analysis reads the arm by it (analysis/controls.py)
+CONTROL = "protocol_only"  # the row's `control_arm`: analysis reads the arm by it (analysis/views/controls.py)
 DELIVERY = Delivery((), memory_frame())
 
 

@@ -11,8 +11,8 @@ import litellm
 import pytest
 
 from ace_fakes import MODEL, install_scripted_roles
-from analysis.displays import strategies_display
 from analysis.tables import analyse
+from analysis.views.displays import strategies_display
 from conftest import read_records, unwrapped
 from harness.memory import ace_adapt
 from strategies.ace.adapt import AceSettings, Adapter

@@ -9,8 +9,8 @@ import threading
 import pytest
 
 from ace_fakes import MODEL, install_scripted_roles
-from analysis.load import load_memory_history
-from analysis.plots import memory_growth
+from analysis import load_memory_history
+from analysis.views.plots import memory_growth
 from strategies import load_memory, StepView, StrategyContext, TaskView, Trajectory, create
 from strategies.ace.adapt import AceSettings, Adapter
 from strategies.ace.llm import JsonLLM

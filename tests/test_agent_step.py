@@ -76,7 +76,7 @@ def test_settings_are_checked_in_one_place_against_one_definition():
 
 
 def test_config_and_analysis_share_the_assembly_defaults():
-    from analysis.load import ASSEMBLY_FIELDS
+    from analysis.runs.load import ASSEMBLY_FIELDS
     from harness.config import BenchmarkConfig
 
     assert {k: v for k, v in ASSEMBLY_FIELDS.items() if k != "placement"} == DEFAULTS

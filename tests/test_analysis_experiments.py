@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from analysis.load import load_records
+from analysis import load_records
 from conftest import SAMPLE_MEMORY, compose, run_cli
 
 ORACLE = ["model.name=memdeliv-scripted/oracle", "model.scripted=true", "model.api_key_env=null",

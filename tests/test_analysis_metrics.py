@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import stats
-from analysis.load import jobs_frame, load_memory_history, load_records, steps_frame
-from analysis.metrics import paired_comparisons, sgc, summarize, tgc
+from analysis import jobs_frame, load_memory_history, load_records, steps_frame, paired_comparisons, summarize
+from analysis.statistics import stats
+from analysis.statistics.metrics import sgc, tgc
 
 FIXTURES = Path(__file__).parent / "fixtures" / "runs"
 ORACLE, MIXED = FIXTURES / "oracle_retail", FIXTURES / "constructed_mixed"

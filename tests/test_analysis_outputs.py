@@ -13,10 +13,9 @@ import pytest
 from conftest import HUNG_S
 import yaml
 
-from analysis import fmt, ibm
-from analysis.load import load_records
-from analysis.metrics import summarize
+from analysis import fmt, load_records, summarize
 from analysis.tables import main as tables_main
+from analysis.views import ibm
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "runs"

@@ -11,9 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.load import RunsOverlap, load_records
-from analysis.metrics import infra_imbalance, summarize
+from analysis import load_records, summarize
 from analysis.power import main as power_main
+from analysis.runs.load import RunsOverlap
+from analysis.statistics.metrics import infra_imbalance
 from analysis.table import main as table_main
 from analysis.tables import main as tables_main
 

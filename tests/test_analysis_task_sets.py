@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 
-from analysis import task_sets
+from analysis.runs import task_sets
 from analysis.tables import analyse, header
 
 V101 = {"tau2": "26.3", "domain": "airline", "source": "/data/v1.0.1", "tasks_sha256": "ccd8ba737b4c" + "0" * 52,

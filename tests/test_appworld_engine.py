@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from harness.settings import FrozenMap
 
-from analysis import metrics
-from analysis.load import load_records
+from analysis import load_records
+from analysis.statistics import metrics
 from conftest import HUNG_S, REPO, compose, read_records, run_cli
 from harness.benchmarks.appworld import pool as appworld_pool
 from harness.benchmarks.appworld.adapter import VENV_PYTHON, AppWorldBenchmark

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from analysis.load import load_records
+from analysis import load_records
 from analysis.tables import main as tables_main
 from conftest import SAMPLE_MEMORY, compose, run_cli
 

@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import identity, recommend, tables
-from analysis.load import load_records
+from analysis import recommend, tables, load_records
 from analysis.noise_floor import main as noise_floor_main
 from analysis.power import main as power_main
 from analysis.recommend import main as recommend_main
+from analysis.runs import identity
 from analysis.table import main as table_main
 from harness.runner.job import file_digest
 from analysis.tables import main as tables_main
@@ -221,7 +221,7 @@ def test_make_passes_shared_tasks_to_every_comparing_command():
 
 def test_best_in_ibms_shape_is_the_highest_success_and_a_tie_is_said(tmp_path):
     """Issue 29: `full` (22.5 %) was named best beside `none` (45.0 %); an all-tied oracle run named core_retrieval."""
-    from analysis.compare import best_rows
+    from analysis.views.compare import best_rows
 
     cell = {"benchmark": "b", "split": "test", "model": "m", "assembly": ""}
     small = pd.DataFrame([cell | {"strategy": "none", "success": 0.45, "tokens/task": 13_000},

@@ -15,7 +15,7 @@ from conftest import HUNG_S
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from analysis.compare import NoRuns, runs_to_compare
+from analysis.views.compare import NoRuns, runs_to_compare
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "analysis" / "notebooks" / "compare.ipynb"

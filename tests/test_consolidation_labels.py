@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from analysis.load import family, load_records
+from analysis import load_records
+from analysis.runs.load import family
 from harness.runner.job import file_digest
 from strategies import Guideline, save_memory
 

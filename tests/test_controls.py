@@ -1,5 +1,5 @@
 """Control arms (docs/controls.md): placebo carries no task information and pays full's length; protocol_only is
-the frame alone; the simulated world plants a truth for each, and analysis.controls recovers it; recommend never
+the frame alone; the simulated world plants a truth for each, and analysis.views.controls recovers it; recommend never
 recommends a control arm."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import re
 import pandas as pd
 import pytest
 
-from analysis import controls
 from analysis.recommend import recommend
+from analysis.views import controls
 from harness.memory.simulated import _bench, _facts
 from strategies import StepView, StrategyContext, TaskView, create, load_memory
 from harness.scripted import simulated_world as world
@@ -172,7 +172,8 @@ def test_tables_print_the_decomposition_within_160_columns(capsys, tmp_path):
 
 
 def test_plots_mark_control_arms_and_keep_them_off_the_pareto_front(monkeypatch, tmp_path):
-    from analysis import plots, tables
+    from analysis import tables
+    from analysis.views import plots
 
     df = _records({"none": 0.5, "full": 0.8, "placebo": 0.9, "protocol_only": 0.5},
                   {"none": 900, "full": 2000, "placebo": 100, "protocol_only": 950})

@@ -1,4 +1,4 @@
-"""USD in the results (analysis/costs.py): per task and per successful task, by role, the build amortised, the
+"""USD in the results (analysis/runs/costs.py): per task and per successful task, by role, the build amortised, the
 cost-vs-success plot, and rows a budget stopped marked `incomplete (budget)`."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from analysis import displays, tables
-from analysis.costs import INCOMPLETE
+from analysis import tables
+from analysis.runs.costs import INCOMPLETE
+from analysis.views import displays
 
 
 def _rows(strategy, n, ok, agent, user, judge, job_suffix=""):

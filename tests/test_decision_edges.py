@@ -14,8 +14,9 @@ import pytest
 from known_truth import draw
 from scipy import stats
 
-from analysis import noninferiority, recommend
-from analysis.stats import MIN_TASKS
+from analysis import recommend
+from analysis.statistics import noninferiority
+from analysis.statistics.stats import MIN_TASKS
 
 SEEDS = range(40)
 SIZES = [(10, 1), (20, 1), (30, 1), (40, 2)]

@@ -14,12 +14,11 @@ import pytest
 from ace_fakes import FakeBagOfWordsEmbedder
 from conftest import compose
 
-from analysis import curves
-from analysis.load import load_records
-from analysis.metrics import summarize
-from analysis.plots import dose_response
+from analysis import load_records, summarize
 from analysis.recommend import recommend
 from analysis.tables import analyse, write
+from analysis.views import curves
+from analysis.views.plots import dose_response
 from strategies import load_memory
 from harness.scripted import simulated_world as world
 from strategies.ace.retrieval import AceRetrieval

@@ -12,10 +12,11 @@ import pytest
 
 import strategies
 from conftest import SAMPLE_MEMORY, compose, read_records
-from analysis import ibm
-from analysis.metrics import scenario_completeness, sgc, summarize, tgc
+from analysis import summarize
+from analysis.statistics.metrics import scenario_completeness, sgc, tgc
 from analysis.table import main as table_main
-from analysis.displays import errors_cell, scenario_warnings
+from analysis.views import ibm
+from analysis.views.displays import errors_cell, scenario_warnings
 from harness.errors import FailureTally, StrategyError, call_strategy, classify
 from harness.serving.faults import ContextOverflow, InfraError, RequestRejected
 from harness.runner import run_job

@@ -14,8 +14,8 @@ from collections import Counter
 
 import pytest
 
-from analysis.load import load_records
-from analysis.metrics import pass_hat_ks, valid
+from analysis import load_records, pass_hat_ks
+from analysis.statistics.metrics import valid
 from conftest import compose, read_records
 from fault_server import FaultServer, scripts_for
 from harness.runner import run_job

@@ -1,4 +1,4 @@
-"""Per-task help and harm (analysis/harm.py): the rule, its chance level, the links to the viewer's compare page,
+"""Per-task help and harm (analysis/statistics/harm.py): the rule, its chance level, the links to the viewer's compare page,
 and, on the SIMULATED world with planted harms (none and full over a corrupted artifact, 40 tasks x 4 trials,
 records drawn as a sweep draws them), that the harmed tasks it lists are mostly those the world planted harm
 on, while `none` against itself lists about as many as chance says."""
@@ -10,7 +10,7 @@ import math
 import pandas as pd
 import pytest
 
-from analysis import harm
+from analysis.statistics import harm
 from harness.memory.corrupt import Spec, corrupt
 from strategies import load_memory, render_guidelines
 from harness.scripted import simulated_world as world

@@ -12,11 +12,10 @@ import pytest
 import yaml
 from conftest import SAMPLE_MEMORY, run_cli
 
-from analysis import ibm
-from analysis.deliveries import base_strategy
-from analysis.load import load_records
-from analysis.metrics import summarize
+from analysis import load_records, summarize
+from analysis.runs.deliveries import base_strategy
 from analysis.tables import main as tables_main
+from analysis.views import ibm
 
 FIXTURES = Path(__file__).parent / "fixtures" / "runs"
 ORACLE = ["model.name=memdeliv-scripted/oracle", "model.scripted=true", "model.api_key_env=null",

@@ -92,7 +92,8 @@ def test_an_older_packaged_run_and_a_newer_one_holding_the_same_episodes_are_an_
     """Records from before the packaged policy/db were fingerprinted are the same task set as newer ones: the
     same episodes in both runs are refused as an overlap (never two cells blended into one row)."""
     import pytest
-    from analysis.load import RunsOverlap, load_records
+    from analysis import load_records
+    from analysis.runs.load import RunsOverlap
     from test_cell_identity import drawn, write_run
 
     old_set = {"tau2": "26.3", "domain": "retail", "source": "packaged", "tasks_sha256": "76e1fa649a35" + "0" * 52}

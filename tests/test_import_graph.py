@@ -170,7 +170,7 @@ def upward_arrows(graph: dict[str, set[str]], layers=LAYERS) -> list[str]:
 def test_the_layer_check_finds_an_upward_arrow():
     layers = (("low", ("harness.config",)), ("high", ("harness.runner",)))
     graph = {"harness.config": {"harness.runner.job"}, "harness.runner.job": {"harness.config"}}
-    assert layer_of("harness.runner.job", layers) == 1 and layer_of("analysis.load", layers) is None
+    assert layer_of("harness.runner.job", layers) == 1 and layer_of("analysis.runs.load", layers) is None
     assert upward_arrows(graph, layers) == ["harness.config -> harness.runner.job (low -> high)"]
     assert layer_of("harness.serving.models") < layer_of("harness.config")  # longest prefix wins
 
@@ -243,6 +243,20 @@ def test_analysis_imports_no_harness_code_but_shared_definitions():
                 if any(t.startswith("harness") and t not in SHARED_DEFINITIONS for t in graph[m])} == {}
 
 
+# analysis's parts (docs/architecture.md), each importing only the ones before it; the commands above them all
+ANALYSIS_PARTS = ("analysis.statistics", "analysis.runs", "analysis.planning", "analysis.views")
+
+
+def test_analysis_parts_import_only_the_parts_below_and_no_command():
+    graph = import_graph()
+    upward = [a for i, part in enumerate(ANALYSIS_PARTS) for later in ANALYSIS_PARTS[i + 1:]
+              for a in arrows(graph, part, later)]
+    shared = {"analysis", "analysis.fmt", *ANALYSIS_PARTS}  # the package, the formatting, the parts themselves
+    commands = [f"{a} -> {b}" for part in ANALYSIS_PARTS for a, targets in graph.items() if a.startswith(part)
+                for b in targets if b.startswith("analysis") and b not in shared and not b.startswith(ANALYSIS_PARTS)]
+    assert upward == [] and commands == []
+
+
 def test_bench_and_analysis_import_no_test_code():
     graph = import_graph()
     assert arrows(graph, "bench", "tests") == [] and arrows(graph, "analysis", "tests") == []
@@ -300,5 +314,5 @@ def test_the_one_path_check_finds_a_second_path(tmp_path):
 
 def test_each_name_is_imported_by_one_path():
     """A package's API names are imported from the package outside it (its own modules import the definitions),
-    and no module re-exports a name it imported. analysis/ is left to its split into subpackages (issue 34, 7)."""
-    assert second_paths(skip=("analysis",)) == []
+    and no module re-exports a name it imported."""
+    assert second_paths() == []

@@ -7,9 +7,9 @@ import json
 import re
 from pathlib import Path
 
-from analysis import infra
-from analysis.load import load_records
-from analysis.metrics import infra_imbalance, summarize
+from analysis import load_records, summarize
+from analysis.statistics import infra
+from analysis.statistics.metrics import infra_imbalance
 from harness.infra_rates import differ_text, rates_differ
 from harness.runner.infra_balance import infra_warning
 from harness.store import RunStore

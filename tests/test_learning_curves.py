@@ -10,11 +10,11 @@ from pathlib import Path
 import pandas as pd
 from ace_fakes import MODEL, install_scripted_roles
 
-from analysis import curves
-from analysis.plots import learning_curves
 from analysis.report import render
-from analysis.stats import wilson_ci
+from analysis.statistics.stats import wilson_ci
 from analysis.tables import analyse, write
+from analysis.views import curves
+from analysis.views.plots import learning_curves
 from strategies import TaskView, Trajectory
 from strategies.ace.adapt import AceSettings, Adapter
 from strategies.ace.llm import JsonLLM

@@ -13,8 +13,8 @@ import pytest
 from conftest import HUNG_S
 
 import strategies
+from analysis import load_records
 from analysis.audit import never_delivered, outcome_by_guideline
-from analysis.load import load_records
 
 SAMPLE = "strategies/samples/tau2_sample.jsonl"
 
@@ -28,7 +28,7 @@ def records(tmp_path_factory):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=HUNG_S)
     assert proc.returncode == 0, proc.stderr[-3000:]
     df = load_records([runs / "tokens"])
-    # the hand-written sample has no `learned_from`: every table names its rows so (analysis.load)
+    # the hand-written sample has no `learned_from`: every table names its rows so (analysis.runs.load)
     assert set(df["strategy"]) == {"none", "full [unknown provenance]", "core_retrieval [unknown provenance]"}
     return df.assign(strategy=df["strategy"].str.removesuffix(" [unknown provenance]"))
 

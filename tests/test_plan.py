@@ -7,6 +7,7 @@ import json
 import pytest
 
 from analysis import plan
+from analysis.planning.plan_estimate import PRIORS
 from strategies import prices
 from strategies import render_guidelines
 from strategies.budget import token_counter
@@ -49,7 +50,7 @@ def test_the_prior_counts_the_memory_block_from_the_artifact_and_states_its_band
     assert full.block == token_counter("openai/gpt-4.1")(render_guidelines(guidelines)) and none.block == 0
     assert none.episodes == full.episodes == 8  # 4 tasks x 2 trials
     # the same episodes plus the block at every step: exactly steps x block more prompt tokens
-    steps = [2 * int(t) + plan.PRIORS["tau2"]["steps_fixed"] for t in ("1", "2", "3", "4")]
+    steps = [2 * int(t) + PRIORS["tau2"]["steps_fixed"] for t in ("1", "2", "3", "4")]
     extra = full.episode.tokens["prompt"] - none.episode.tokens["prompt"]
     assert extra == pytest.approx(full.block * sum(steps) / 4)
     assert full.episode.band == (0.5, 2.0) and "prior" in full.episode.source
@@ -82,7 +83,7 @@ def test_resume_skips_recorded_episodes_but_not_infra_ones(tmp_path):
 
 
 def pilot_frame(tmp_path):
-    from analysis.load import load_records
+    from analysis import load_records
 
     rows = []
     for task in ("1", "2", "3", "4"):

@@ -14,8 +14,10 @@ import pandas as pd
 import pytest
 from known_truth import heterogeneous
 
-from analysis import power, power_world, stats
-from analysis.metrics import task_success
+from analysis import power
+from analysis.planning import power_world
+from analysis.statistics import stats
+from analysis.statistics.metrics import task_success
 from harness.scripted import simulated_world as world
 from strategies import load_memory, render_guidelines
 
@@ -68,7 +70,7 @@ def test_power_table_flags_underpowered_cells(artifact):
     assert pd.isna(table.loc["none", "MDΔ_pts"])
     assert not table.loc["full", "underpowered"]  # full's large planted loss is seen
     assert table.loc["full", "Δ_pts"] < 0
-    for s in ("core", "full"):  # analysis.verdict's rule: not found by the paired test AND outside the pair's band
+    for s in ("core", "full"):  # analysis.statistics.verdict's rule: not found by the paired test AND outside the pair's band
         v = table.loc[s, "verdict"]
         assert v.band_pts > 0 and v.p == table.loc[s, "p"]  # 2 trials: the pair's A/A band is known
         outside = abs(table.loc[s, "Δ_pts"]) > v.band_pts

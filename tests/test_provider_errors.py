@@ -102,8 +102,8 @@ def test_persistent_500_is_an_infra_error_and_the_run_goes_on(runs_dir, faulty_p
 
 
 def test_context_overflow_is_a_failure_in_the_denominator(runs_dir):
-    from analysis.load import load_records
-    from analysis.metrics import summarize
+    from analysis import load_records
+    from analysis import summarize
 
     summary, records = run_with("overflow", runs_dir, "overflow")
     assert summary["infra_errors"] == 0 and summary["errors"] == {"context_overflow": 2}

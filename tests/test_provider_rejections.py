@@ -13,8 +13,7 @@ import json
 import litellm
 import pytest
 
-from analysis.load import load_records
-from analysis.metrics import summarize
+from analysis import load_records, summarize
 from conftest import compose, read_records, run_cli
 from fault_server import BODIES_400, FaultServer, scripts_for
 from harness.serving import provider_errors

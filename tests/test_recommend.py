@@ -1,4 +1,4 @@
-"""analysis.recommend and analysis.build_cost.
+"""analysis.recommend and analysis.runs.build_cost.
 
 `make recommend` on the SIMULATED world must pick what the planted profile implies: full for `strong`
 (memory helps and the gap to the others is large), never full for `small` (a long block hurts); where the
@@ -15,7 +15,8 @@ import json
 import pandas as pd
 import pytest
 
-from analysis import build_cost, recommend
+from analysis import recommend
+from analysis.runs import build_cost
 from harness.scripted import simulated_world as world
 from strategies import load_memory, render_guidelines
 
@@ -95,7 +96,7 @@ def test_build_cost_from_build_json_ace_history_and_online_history(tmp_path):
     got = build_cost.build_cost("ace", str(playbook))
     assert got["build_tokens"] == 275 and pd.isna(got["build_cost_usd"])  # ACE reports tokens, not cost
     assert build_cost.build_cost("ace_online", None, str(run), job)["build_tokens"] == 10
-    for label in ("ace_online (GT)", "ace_online (GT) [IN-SAMPLE]"):  # analysis.load's labels: the same learner
+    for label in ("ace_online (GT)", "ace_online (GT) [IN-SAMPLE]"):  # analysis.runs.load's labels: the same learner
         assert build_cost.build_cost(label, None, str(run), job)["build_tokens"] == 10
         assert build_cost.build_cost(label, None, str(run), job, billed_per_episode=True)["build_tokens"] == 0
     assert pd.isna(build_cost.build_cost("full", str(sample))["build_tokens"])  # unknown is never 0
@@ -105,7 +106,7 @@ def test_build_cost_from_build_json_ace_history_and_online_history(tmp_path):
              "memory": str(mem) if s == "full" else None, "run_dir": str(run), "job": f"b/test/m/{s}"}
             for s in ("none", "full") for t in range(4)]
     df = pd.DataFrame(rows)
-    from analysis.metrics import summarize
+    from analysis import summarize
 
     out = build_cost.add_build_cost(summarize(df, n_boot=50), df, amortise_over=None).set_index("strategy")
     assert out.loc["full", "amortised_over"] == 4 and out.loc["full", "build_tokens/task"] == 300
@@ -121,7 +122,7 @@ def test_unpriced_runs_name_the_best_qualifying_and_say_why(artifact):
 
 
 def test_by_cost_prices_every_role_as_the_tables_do(artifact):
-    """--by cost: agent + user simulator + judge per task (analysis.costs), not the agent's calls alone. The
+    """--by cost: agent + user simulator + judge per task (analysis.runs.costs), not the agent's calls alone. The
     agent costs the same under every strategy here; only the user simulator's cost tells them apart."""
     df = _records(artifact, "strong", 0)
     df["cost_usd"] = 0.01

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from ace_fakes import FakeBagOfWordsEmbedder
 
-from analysis import corruption, robustness
-from analysis.load import load_records
-from analysis.metrics import summarize
-from analysis.plots import dose_response
-from analysis.plots import robustness as robustness_plot
+from analysis import load_records, summarize
+from analysis.runs import corruption
+from analysis.views import robustness
+from analysis.views.plots import dose_response
+from analysis.views.plots import robustness as robustness_plot
 from harness.memory.corrupt import Spec, corrupt, series_path
 from strategies import load_memory, render_guidelines
 from harness.scripted import simulated_world as world

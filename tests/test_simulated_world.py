@@ -27,7 +27,7 @@ import pytest
 from conftest import read_records
 from tau2.data_model.simulation import Results
 
-from analysis.metrics import paired_comparisons, summarize
+from analysis import paired_comparisons, summarize
 from harness.scripted import simulated_world as world
 from harness.scripted.simulated import agent_turn, parse_tag
 from strategies import load_memory, render_guidelines, save_memory

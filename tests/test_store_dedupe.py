@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from analysis.load import load_records
+from analysis import load_records
 from harness.row import Row
 from harness.runner.job_rows import JobRows
 from harness.store import RunStore

@@ -127,9 +127,9 @@ def test_ace_online_rows_carry_each_updates_reflector_and_curator(runs_dir):
         assert learning["completion"] == 14 and learning["cost"] is None and "strategy" not in row["usage"]
     assert not any(set(r["usage"]) & {"strategy", "learning"} for r in rows if r["strategy"] == "none")
 
-    from analysis.build_cost import add_build_cost
-    from analysis.load import load_records
-    from analysis.metrics import summarize
+    from analysis.runs.build_cost import add_build_cost
+    from analysis import load_records
+    from analysis import summarize
 
     records = load_records([runs_dir / "calls"])
     built = add_build_cost(summarize(records, n_boot=20), records).set_index("strategy")

@@ -8,8 +8,8 @@ import pytest
 from tau2.data_model.simulation import Results
 from tau2.metrics.agent_metrics import compute_metrics
 
-from analysis.load import load_records
-from analysis.metrics import pass_hat_ks, valid
+from analysis import load_records, pass_hat_ks
+from analysis.statistics.metrics import valid
 from conftest import SAMPLE_MEMORY, read_records, run_cli
 from strategies import load_memory
 

@@ -38,7 +38,7 @@ def test_sweep_table_fits_160_columns_and_wide_keeps_everything(tmp_path):
 def test_a_locally_served_model_is_not_labelled_as_openai(tmp_path):
     import json
 
-    from analysis.load import load_records
+    from analysis import load_records
 
     rows = [{"run": "r", "job": f"b/test/openai/smollm2-135m-instruct.q4_1/{s}", "benchmark": "b", "split": "test",
              "model": "openai/smollm2-135m-instruct.q4_1", "strategy": s, "task_id": "1", "trial": 0,

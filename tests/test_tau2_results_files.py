@@ -11,10 +11,10 @@ import pytest
 from tau2.data_model.simulation import Results
 from tau2.metrics.agent_metrics import compute_metrics
 
+from analysis import load_records, pass_hat_ks
 from analysis.export_tau2 import cell_name, export
 from analysis.export_tau2 import main as export_main
-from analysis.load import load_records
-from analysis.metrics import GROUP, pass_hat_ks, valid, with_assembly
+from analysis.statistics.metrics import GROUP, valid, with_assembly
 from conftest import SAMPLE_MEMORY, read_records, run_cli
 from strategies import load_memory
 

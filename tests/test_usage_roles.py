@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from analysis import displays, tables
+from analysis import tables
+from analysis.views import displays
 from harness import ledger
 from harness.records import EpisodeRecord, RowParts, build_row
 from harness.row import Row

@@ -1,5 +1,5 @@
 """One verdict per comparison (issue 37): the Δ flag of the strategies table, the per-task table (harm count, the
-pair's A/A band, the reading line) and recommend's Harm sentence read the same analysis.verdict.Verdict, so they
+pair's A/A band, the reading line) and recommend's Harm sentence read the same analysis.statistics.verdict.Verdict, so they
 cannot disagree. Records are drawn from a KNOWN truth with fixed seeds (tests/known_truth.py); each seed below was
 found by drawing seeds 0-29 of its truth and keeping those whose draw falls in the combination the case names
 (as tests/test_decision_edges.py picks its no-difference seeds). Under equal strategies the band and the harm
@@ -14,10 +14,10 @@ import pytest
 from known_truth import draw
 
 from analysis import power, recommend, task_effects
-from analysis.displays import strategies_display
-from analysis.metrics import EXCLUDED, valid
+from analysis.statistics.metrics import EXCLUDED, valid
+from analysis.statistics.verdict import NOISE, SHOWN, UNDERPOWERED, Verdict, aa_line, harm_tail
 from analysis.tables import summary_of
-from analysis.verdict import NOISE, SHOWN, UNDERPOWERED, Verdict, aa_line, harm_tail
+from analysis.views.displays import strategies_display
 
 TASKS = 40
 # `full` breaks 12 of 40 tasks outright (none: 0.6 on every task)

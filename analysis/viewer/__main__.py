@@ -13,7 +13,7 @@ import time
 
 from werkzeug.serving import make_server
 
-from analysis.load import RunsOverlap
+from analysis.runs.load import RunsOverlap
 from analysis.viewer.app import create_app
 from analysis.viewer.episodes import EpisodeIndex
 

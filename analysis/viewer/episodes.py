@@ -1,6 +1,6 @@
 """The episode list: every record of the given runs as one small frame, filtered, sorted and paged server-side.
 
-Records are read by `analysis.load.load_records` (overlap="keep": the viewer shows every run as it is), so the
+Records are read by `analysis.runs.load.load_records` (overlap="keep": the viewer shows every run as it is), so the
 model, strategy and assembly labels are the ones `make report` groups by and its links can name. A record is
 read defensively: a missing field is a blank cell, never an error.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.load import load_records
+from analysis.runs.load import load_records
 
 # filter name in the URL -> column; each takes one or more exact values (`?strategy=none&strategy=full`)
 CHOICES = {"run": "run", "benchmark": "benchmark", "split": "split", "model": "model", "strategy": "strategy",

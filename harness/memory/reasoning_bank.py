@@ -7,7 +7,7 @@ offline ReasoningBank of strategy `reasoning_bank`, learned from train (strategi
    no label; `--judge ground_truth` uses the train label), then the success or failure extraction, at most 3
    items each, appended without consolidation;
 3. write runs/memory/NAME/reasoning_bank/bank.jsonl (`_meta.kind: reasoning_bank`, `learned_from`: the train
-   tasks) and build.json beside it (the calls' tokens and USD: the build cost analysis.build_cost reads).
+   tasks) and build.json beside it (the calls' tokens and USD: the build cost analysis.runs.build_cost reads).
 
 The model is the run's (a scripted or simulated run: the SCRIPTED designs model), or `--model`.
 """

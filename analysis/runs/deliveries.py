@@ -11,10 +11,10 @@ import re
 
 import pandas as pd
 
-from analysis.identity import job_identities
-from analysis.metrics import GROUP, with_assembly
+from analysis.runs.identity import job_identities
+from analysis.statistics.metrics import GROUP, with_assembly
 
-_SHOWN_LABEL = re.compile(r" \[[^\]]*\]$")  # analysis.load.provenance_labels: 'full [unknown provenance]'
+_SHOWN_LABEL = re.compile(r" \[[^\]]*\]$")  # analysis.runs.load.provenance_labels: 'full [unknown provenance]'
 
 
 def base_strategy(label: str) -> str:
@@ -24,7 +24,7 @@ def base_strategy(label: str) -> str:
 
 def job_options(run_dir: str) -> dict[str, dict]:
     """{job key: the strategy options it ran with} from `<run_dir>/config.yaml` ({} when there is none; read once
-    per version of the file, analysis.identity)."""
+    per version of the file, analysis.runs.identity)."""
     return {key: (ident.get("strategy") or {}).get("options") or {} for key, ident in job_identities(run_dir).items()}
 
 

@@ -7,7 +7,7 @@ uses it:
 
 * records of different identities are never pooled into one row: a strategy that ran with two memory artifacts in
   one comparison is two rows, each labelled by the artifact's short id (`full [mem 3fa2c1]`; `memory_lines` says
-  which file and provenance each id is). Runs holding the same episodes of one identity are analysis.load's
+  which file and provenance each id is). Runs holding the same episodes of one identity are analysis.runs.load's
   overlap rule;
 * strategies are compared only within one task set: records of one (benchmark, split, model, assembly) from
   different task files (tau2-bench v0.2.0 and v1.0.1 tasks share ids, not contents) exit 2 naming both sets,
@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from analysis.metrics import CELL  # strategies are compared within one (benchmark, split, model, assembly)
+from analysis.statistics.metrics import CELL  # strategies are compared within one (benchmark, split, model, assembly)
 from harness import infra_rates  # `where`: a cell's parts that are set, joined (plain definitions)
 
 CONFIG = "config.yaml"  # the harness's record of each job's identity: jobs.<job>.identity
@@ -85,7 +85,7 @@ def _task_set_name(value) -> str:
 
 def tag(label: str, text: str) -> str:
     """`full` -> `full [text]`; `full [unknown provenance]` -> `full [unknown provenance, text]` (one bracket, so
-    analysis.deliveries.base_strategy and analysis.load.family still find the strategy)."""
+    analysis.runs.deliveries.base_strategy and analysis.runs.load.family still find the strategy)."""
     label = str(label)
     return f"{label[:-1]}, {text}]" if label.endswith("]") else f"{label} [{text}]"
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis import fmt
-from analysis.corruption import corruption_column
-from analysis.costs import usd
-from analysis.verdict import Verdict
+from analysis.runs.corruption import corruption_column
+from analysis.runs.costs import usd
+from analysis.statistics.verdict import Verdict
 
 SHORT = {"context_overflow": "ctx", "user_simulator": "user"}  # the rest print as their label
 
@@ -109,14 +109,14 @@ def scenario_warnings(summary: pd.DataFrame) -> list[str]:
 
 
 def calling_roles(r: pd.Series) -> list[str]:
-    """The roles beyond every episode's (analysis.costs.called_roles) that made calls in this table row."""
+    """The roles beyond every episode's (analysis.runs.costs.called_roles) that made calls in this table row."""
     return [str(k)[len("usd_"):-len("/task")] for k in r.index
             if str(k).startswith("usd_") and r.get(f"{str(k)[4:-5]}_calls/task")]
 
 
 def _usd(r: pd.Series) -> dict[str, str]:
     """USD per task (agent + user simulator + judge), per successful task, each role apart, and with the memory
-    build amortised (analysis.costs); a budget-stopped row says so."""
+    build amortised (analysis.runs.costs); a budget-stopped row says so."""
     row = {"USD/task": usd(r.get("usd/task")), "USD/success": usd(r.get("usd/success")),
            "USD agent/task": usd(r.get("usd_agent/task")), "USD user/task": usd(r.get("usd_user/task")),
            "USD judge/task": usd(r.get("usd_judge/task")), "USD+build/success": usd(r.get("usd+build/success"))}
@@ -129,7 +129,7 @@ def _usd(r: pd.Series) -> dict[str, str]:
 
 
 def _build(r: pd.Series) -> dict[str, str]:
-    """The one-off memory-building tokens and their share per task (analysis.build_cost)."""
+    """The one-off memory-building tokens and their share per task (analysis.runs.build_cost)."""
     if "build_tokens" not in r:
         return {}
     n = r.get("amortised_over")
@@ -150,7 +150,7 @@ def with_assembly(shown: pd.DataFrame, source: pd.DataFrame) -> pd.DataFrame:
 def _delta(r: pd.Series, short: bool = False) -> str:
     if r["strategy"] == "none" or fmt.missing(r["Δsuccess_pts"]):
         return "-"
-    verdict = r.get("verdict")  # analysis.verdict: the one rule the harm list and the A/A band read too
+    verdict = r.get("verdict")  # analysis.statistics.verdict: the one rule the harm list and the A/A band read too
     flag = verdict.flag(short) if isinstance(verdict, Verdict) else ""
     pairs, base = r.get("Δpairs"), r.get("Δbase_records")
     most = max(r["records"], 0 if fmt.missing(base) else base)  # either row holding more: Δ is on fewer pairs

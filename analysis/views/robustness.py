@@ -1,20 +1,20 @@
-"""The data behind robustness.png (drawn by analysis.plots): success against the share of corrupted memory.
+"""The data behind robustness.png (drawn by analysis.views.plots): success against the share of corrupted memory.
 
 A row is a robustness point when its strategy label names a corruption: the variant of a
 `+experiment=robustness` cell (`full (contradict=30%)`) or the tag the tables give any row whose memory
-artifact carries `_meta.corrupted` (`full [corrupted: contradict 30%]`, analysis.load). Per (benchmark, split,
+artifact carries `_meta.corrupted` (`full [corrupted: contradict 30%]`, analysis.runs.load). Per (benchmark, split,
 model, assembly) cell: one line per strategy family and kind, x = the corrupted share (%), y = success with its 95 %
-bootstrap CI over tasks (analysis.metrics); the cell's `none` row is the baseline band.
+bootstrap CI over tasks (analysis.statistics.metrics); the cell's `none` row is the baseline band.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from analysis.corruption import corruption_of
-from analysis.curves import baseline
-from analysis.load import family
-from analysis.metrics import CELL, with_assembly
+from analysis.runs.corruption import corruption_of
+from analysis.runs.load import family
+from analysis.statistics.metrics import CELL, with_assembly
+from analysis.views.curves import baseline
 
 
 def points(summary: pd.DataFrame) -> dict[tuple, dict]:

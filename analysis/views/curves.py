@@ -1,12 +1,13 @@
-"""The data behind two curves (drawn by analysis.plots):
+"""The data behind two curves (drawn by analysis.views.plots):
 
 * dose_points: success vs delivered memory tokens per strategy family, from the summary. A family is a
   strategy with cells that differ only in their options (`core_retrieval (top_k=3)`, record `strategy_variant`,
   e.g. +experiment=dose); x = memory tokens per task (mean over episodes, as the tables' `memory/task`), y =
-  success with its 95% bootstrap CI over tasks (analysis.metrics). The `none` row of the same cell is the baseline.
+  success with its 95% bootstrap CI over tasks (analysis.statistics.metrics). The `none` row of the same cell is the
+  baseline.
 * learning_points: for a strategy that learns online, success vs episodes seen in each trial stream (streams are
   independent: each learns from its own episodes only), a rolling mean over `window` episodes with its 95%
-  bootstrap CI (analysis.stats), and the memory's size when each episode ran. Read from the records' own
+  bootstrap CI (analysis.statistics.stats), and the memory's size when each episode ran. Read from the records' own
   `episodes_seen` and `memory_size` (the strategy's record facts, e.g. ace_online's); records without them
   are not an online learner's and are left out.
 """
@@ -17,9 +18,9 @@ import re
 
 import pandas as pd
 
-from analysis import stats
-from analysis.load import family
-from analysis.metrics import BASELINE, CELL, with_assembly
+from analysis.runs.load import family
+from analysis.statistics import stats
+from analysis.statistics.metrics import BASELINE, CELL, with_assembly
 
 VARIANT = re.compile(r" \(([\w.]+=[^)]*)\)")  # `name (key=value)`; `ace (no GT)` is not a variant
 WINDOW = 10

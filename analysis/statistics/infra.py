@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.metrics import CELL, GROUP, INFRA, with_assembly
+from analysis.statistics.metrics import CELL, GROUP, INFRA, with_assembly
 from harness import infra_rates  # the infra-rates rule, shared with the runner (plain definitions)
 
 

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import fmt
-from analysis.stats import ALPHA
+from analysis.statistics.stats import ALPHA
 
 SHOWN, NOISE, UNDERPOWERED = "shown", "within noise", "not enough evidence"
 N_SPLITS, SEED = 2000, 0
@@ -79,9 +79,9 @@ class Verdict:
 
     delta_pts: float
     p: float = math.nan  # the paired test over tasks, two-sided
-    mdd_pts: float = math.nan  # the minimum detectable Δ at this size (analysis.variance)
+    mdd_pts: float = math.nan  # the minimum detectable Δ at this size (analysis.statistics.variance)
     band_pts: float = math.nan  # the pair's A/A band (95 %)
-    harmed: int | None = None  # tasks the per-task rule lists harmed (analysis.harm); None: not compared
+    harmed: int | None = None  # tasks the per-task rule lists harmed (analysis.statistics.harm); None: not compared
     chance: float = math.nan  # harmed tasks trial noise alone would list
     harm_p: float = math.nan  # P(count >= harmed) under that null
     alpha: float = ALPHA

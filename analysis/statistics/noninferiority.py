@@ -22,7 +22,7 @@ The paired test is a t-test made valid for bounded 0/1 outcomes (chosen by calib
 
 For Pass^k, m is the number of disjoint k-trial blocks per task (trials // k). A strategy that is better than the
 rest passes too (superiority implies non-inferiority). When no strategy is shown, `tasks_for` sizes the run that
-would settle it (analysis.decision, with a bootstrap range from analysis.sizing).
+would settle it (analysis.decision, with a bootstrap range from analysis.statistics.sizing).
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ import pandas as pd
 from scipy import stats as sps
 from statistics import NormalDist
 
-from analysis.stats import ALPHA, MIN_TASKS  # the tables star cells under MIN_TASKS; a decision needs it per pair
+from analysis.statistics.stats import ALPHA, MIN_TASKS  # tables star cells under MIN_TASKS; each pair needs it
 
-POWER = 0.80  # the power every sizing plans for (analysis.variance, analysis.decision)
+POWER = 0.80  # the power every sizing plans for (analysis.statistics.variance, analysis.decision)
 
 
 @dataclass(frozen=True)

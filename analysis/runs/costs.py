@@ -5,12 +5,12 @@ From the records' recorded costs (harness: `litellm.completion_cost` on each cal
 write price; strategies/prices.py):
 
 * `usd_agent/task`, `usd_user/task`, `usd_judge/task`: mean per counted record, infra ones included (as
-  tokens/task, analysis.metrics.per_task_means: what they spent was spent);
+  tokens/task, analysis.statistics.metrics.per_task_means: what they spent was spent);
   `usd_strategy/task`: a strategy's own model calls, and `usd_<role>/task` for any other role a row's usage
   names (`learning`: an online learner's update; a plugin's), by add_role_calls (0 for rows that make none);
   `usd/task` their sum: unknown (nan) when any role is unpriced, never understated;
 * `usd/success` = usd/task / success rate: what one successful task costs (inf when none succeeded);
-* with the memory build amortised (analysis.build_cost): `usd+build/task`, `usd+build/success`;
+* with the memory build amortised (analysis.runs.build_cost): `usd+build/task`, `usd+build/success`;
 * `budget`: "incomplete (budget)" when the run's manifest says a `budget_usd` stopped the job before all its
   episodes ran (harness: docs/cost.md), else "".
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.metrics import GROUP, key_of
+from analysis.statistics.metrics import GROUP, key_of
 from harness.usage import IDLE, column, ordered  # the one list of roles (a plain definition)
 
 INCOMPLETE = "incomplete (budget)"

@@ -10,7 +10,7 @@ public source (a GitHub issue / pull request) and carry its caveats in `note`.
 A measured cell under a Pass^k label is that Pass^k or "n/a (trials < k)", never another rate.
 Like is paired with like: a published row with a `delivery` (IBM's "support≥3" = core only; "core+retrieval")
 gets a measured value only from `core_retrieval` jobs whose run config says they delivered the same
-(analysis/deliveries.py: top_k 0 = core only); otherwise its cell says what ours delivered, or that no config.yaml
+(analysis/runs/deliveries.py: top_k 0 = core only); otherwise its cell says what ours delivered, or that no config.yaml
 said. A strategy shown with a provenance label (`full [unknown provenance]`) is paired under its own name, the label
 kept in the note.
 """
@@ -23,9 +23,9 @@ import pandas as pd
 import yaml
 
 from analysis import fmt
-from analysis.compare import best_rows
-from analysis.deliveries import base_strategy, deliveries, kind
-from analysis.metrics import BASELINE, GROUP
+from analysis.runs.deliveries import base_strategy, deliveries, kind
+from analysis.statistics.metrics import BASELINE, GROUP
+from analysis.views.compare import best_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLISHED = ROOT / "analysis" / "published" / "ibm.csv"

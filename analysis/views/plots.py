@@ -1,7 +1,7 @@
 """Plots (matplotlib, Agg): each function draws one figure from the analysis DataFrames and saves PNG + SVG.
 
 * success_vs_tokens: per (benchmark, split, model), one point per strategy, 95% CI bars, Pareto front marked;
-  control arms (placebo, protocol_only: analysis.controls) hollow, labelled "(control)", off the front.
+  control arms (placebo, protocol_only: analysis.views.controls) hollow, labelled "(control)", off the front.
 * success_vs_cost: the same with USD per task (all roles, memory build amortised) on x; priced rows only.
 * memory_vs_steps: delivered memory tokens at each agent step, mean over tasks, one line per strategy.
 * memory_growth: guidelines in the memory artifact over adaptation updates (from memory history files).
@@ -21,8 +21,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from analysis import curves, fmt, robustness as robust
-from analysis.metrics import CELL, with_assembly
+from analysis import fmt
+from analysis.statistics.metrics import CELL, with_assembly
+from analysis.views import curves, robustness as robust
 
 
 def save(fig, out_dir: Path, name: str) -> list[Path]:
@@ -53,7 +54,7 @@ def _cell_title(key) -> str:
 
 
 def _control(row: pd.Series) -> bool:
-    """A control arm (analysis.controls): drawn hollow, never on the Pareto front (it is not a deployment)."""
+    """A control arm (analysis.views.controls): drawn hollow, never on the Pareto front (it is not a deployment)."""
     return not fmt.missing(row.get("control_arm"))
 
 
@@ -68,7 +69,7 @@ def success_vs_tokens(summary: pd.DataFrame, out_dir: Path) -> list[Path]:
 
 def success_vs_cost(summary: pd.DataFrame, out_dir: Path) -> list[Path]:
     """As success_vs_tokens with USD per task on x (agent + user simulator + judge, memory build amortised;
-    analysis.costs): one point per strategy per model, 95% CI bars, the Pareto front circled. Unpriced rows
+    analysis.runs.costs): one point per strategy per model, 95% CI bars, the Pareto front circled. Unpriced rows
     are left out; no priced row, no figure."""
     if "usd+build/task" not in summary:
         return []

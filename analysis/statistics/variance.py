@@ -1,6 +1,6 @@
 """The paired difference's variance between two strategies, split into a between-task and a trial part, and what
 it implies: the minimum detectable Δ, the power of the analysis's paired test, and the tasks a Δ needs (with its
-bootstrap range over the pilot's tasks). analysis.power prints it for pilot runs, analysis.power_world for the
+bootstrap range over the pilot's tasks). analysis.power prints it for pilot runs, analysis.planning.power_world for the
 simulated world; the formulas are explained in analysis.power's docstring."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import overload
 import numpy as np
 import pandas as pd
 
-from analysis import sizing, stats
-from analysis.noninferiority import POWER, variance_floor
-from analysis.verdict import UNDERPOWERED, Verdict
+from analysis.statistics import sizing, stats
+from analysis.statistics.noninferiority import POWER, variance_floor
+from analysis.statistics.verdict import UNDERPOWERED, Verdict
 
 TRIAL_GRID = (1, 2, 4, 8)
 
@@ -139,7 +139,7 @@ def variance_of(p: sizing.Parts, idx: np.ndarray | None = None) -> Variance | li
 
 def pair_row(v: Variance, delta_pts: float, alpha: float = stats.ALPHA, verdict: Verdict | None = None,
              p: float = float("nan")) -> dict:
-    """MDΔ, the flag (analysis.verdict's rule; with no measured verdict, on the test's p when known, and a Δ
+    """MDΔ, the flag (analysis.statistics.verdict's rule; with no measured verdict, on the test's p when known, and a Δ
     below MDΔ), tasks@T."""
     mdd = 100 * v.mdd(alpha)  # inf: too few tasks to estimate
     verdict = verdict or Verdict(100 * v.delta, p, mdd, alpha=alpha)

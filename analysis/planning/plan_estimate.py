@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 import pandas as pd
 
-from analysis.metrics import BASELINE
+from analysis.statistics.metrics import BASELINE
 from strategies.prices import Price
 
 # The prior per benchmark family. tau2: measured with the scripted oracle on tau2_retail test, 20 tasks (docs/cost.md):

@@ -16,7 +16,7 @@ second), beside that split's own chance figure: the rule listing about as many a
 
 Each listed task carries a pair of episode ids (none's, the strategy's: the same trial, outcomes the other way
 round) for the viewer's compare page (`make view` on the same runs, in the same order: its episode ids are the
-records' positions as analysis.load reads them).
+records' positions as analysis.runs.load reads them).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from analysis.metrics import BASELINE, CELL, valid, with_assembly
+from analysis.statistics.metrics import BASELINE, CELL, valid, with_assembly
 from harness import infra_rates  # `where`: a cell's parts that are set, joined (plain definitions)
 
 Z = 1.645  # one-sided 5 %

@@ -1,10 +1,10 @@
 """A record's cell (benchmark, task set, split, model, request-assembly settings, strategy and its variant, memory
-artifact: analysis.identity) and the runs that hold the same episodes of one cell: refused by analysis.load, or
-pooled as extra trials (--pool-runs)."""
+artifact: analysis.runs.identity) and the runs that hold the same episodes of one cell: refused by analysis.runs.load,
+or pooled as extra trials (--pool-runs)."""
 
 from __future__ import annotations
 
-from analysis.identity import UNKNOWN, short_id, task_set_id
+from analysis.runs.identity import UNKNOWN, short_id, task_set_id
 from harness.assembly.options import DEFAULTS as ASSEMBLY_DEFAULTS  # the settings' one definition (stdlib only)
 
 # Request-assembly settings of a record, read as their defaults for runs made before them (placement's default

@@ -11,7 +11,7 @@ import json
 
 import pandas as pd
 
-from analysis.identity import differing
+from analysis.runs.identity import differing
 
 
 def _task_set_label(value, differ: tuple[str, ...] = ()) -> str:

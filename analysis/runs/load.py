@@ -14,7 +14,7 @@ Grains (inspect_ai's idea: the log is the API, analysis offers DataFrames at sev
 Malformed lines are reported with file:line and skipped, never silently.
 
 Several runs are never silently pooled as extra trials: when two run directories hold the same episode
-(benchmark, task set, split, model, request assembly, strategy, memory artifact, task, trial: analysis.identity),
+(benchmark, task set, split, model, request assembly, strategy, memory artifact, task, trial: analysis.runs.identity),
 ``load_records`` raises ``RunsOverlap`` (the CLIs exit 2 naming both runs) unless ``overlap="pool"``
 (``--pool-runs``, ``make ... POOL=1``) renumbers the later runs' trials after the earlier ones' and says that
 trial seeds repeat. The same results.jsonl reached twice (a path given twice, or a run inside another given run)
@@ -33,9 +33,9 @@ from typing import Any, Callable, Iterable
 import pandas as pd
 
 from analysis import fmt
-from analysis.cells import ASSEMBLY_FIELDS, overlap_message, pool_runs, run_overlaps, unknown_artifacts
-from analysis.identity import artifact_meta, checked, filled, memory_artifact, memory_labels
-from analysis.corruption import corruption_labels
+from analysis.runs.cells import ASSEMBLY_FIELDS, overlap_message, pool_runs, run_overlaps, unknown_artifacts
+from analysis.runs.corruption import corruption_labels
+from analysis.runs.identity import artifact_meta, checked, filled, memory_artifact, memory_labels
 from harness.row import RESULTS, read_rows  # the row of results.jsonl and its one reader (plain definitions)
 from harness.row import latest_attempts as row_latest_attempts  # the one latest-attempt rule
 
@@ -141,8 +141,8 @@ def load_records(paths: Iterable[str | Path], warn: Callable[[str], None] | None
     df["strategy"] = variant_labels(df)
     df["strategy"] = consolidation_labels(df)
     df["strategy"] = provenance_labels(df)
-    df["strategy"] = memory_labels(df)  # a second memory artifact is its own row (analysis.identity)
-    df["strategy"] = corruption_labels(df)  # memory corrupted on purpose says so (analysis.corruption)
+    df["strategy"] = memory_labels(df)  # a second memory artifact is its own row (analysis.runs.identity)
+    df["strategy"] = corruption_labels(df)  # memory corrupted on purpose says so (analysis.runs.corruption)
     df["model"] = served_labels(df)
     return df
 
@@ -150,7 +150,7 @@ def load_records(paths: Iterable[str | Path], warn: Callable[[str], None] | None
 def load_compared(paths: Iterable[str | Path], pool_runs: bool = False,
                   shared_tasks: bool = False) -> tuple[pd.DataFrame, list[str]]:
     """What every analysis command that compares strategies reads: `load_records` (runs holding the same episodes
-    refused unless `pool_runs`), compared like with like (analysis.identity.checked: ValueError across task sets
+    refused unless `pool_runs`), compared like with like (analysis.runs.identity.checked: ValueError across task sets
     unless `shared_tasks`), and the lines to print above its output (shared task ids, memory artifact ids)."""
     return checked(load_records(paths, overlap="pool" if pool_runs else "refuse"), shared_tasks)
 

@@ -3,7 +3,7 @@ its instruction.
 
 Per (benchmark, split, model, assembly) cell whose records carry a control arm (the row's `control_arm`, written
 by the arm itself: `placebo:<reference>` or `protocol_only`), each effect is PAIRED on the (task, trial) pairs
-both of its cells have, with the paired bootstrap CI over tasks the pairs table uses (analysis.stats.paired):
+both of its cells have, with the paired bootstrap CI over tasks the pairs table uses (analysis.statistics.stats.paired):
 
     content     = <reference> - placebo   (the reference the placebo was length-matched to: full or ace)
     length      = placebo - none
@@ -12,7 +12,7 @@ both of its cells have, with the paired bootstrap CI over tasks the pairs table 
 and the placebo's memory tokens per episode beside its reference's (the match it rests on), and `on_demand`'s
 success and memory tokens beside full's when an `on_demand` cell is present. A control arm is a measurement,
 never a deployment: `make recommend` leaves it out of the candidates (analysis.recommend) and the plots draw it
-hollow, outside the Pareto front (analysis.plots).
+hollow, outside the Pareto front (analysis.views.plots).
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis import fmt, stats
-from analysis.metrics import CELL, EXCLUDED, key_of, on_common_pairs, per_task_means, task_success, valid, \
+from analysis import fmt
+from analysis.statistics import stats
+from analysis.statistics.metrics import CELL, EXCLUDED, key_of, on_common_pairs, per_task_means, task_success, valid, \
     with_assembly, with_tokens
 
 COLUMN = "control_arm"  # harness/row.py

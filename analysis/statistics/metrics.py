@@ -33,7 +33,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis import stats
+from analysis.statistics import stats
 from harness import infra_rates  # the infra-rates rule, shared with the runner (plain definitions)
 
 GROUP = ["benchmark", "split", "model", "assembly", "strategy"]

@@ -10,7 +10,7 @@ model, strategy), from the files the records point at (record field `memory`, an
   `usage` of every update (ACE reports tokens, not cost);
 * `ace_online`: 0 where its rows carry the update's calls (each episode's update, Reflector and Curator, is
   billed on that episode's row: its usage role `learning`, usd_learning/task; `strategy_calls` in rows of schema
-  1: usd_strategy/task, analysis.costs), else (runs from before) the job's own
+  1: usd_strategy/task, analysis.runs.costs), else (runs from before) the job's own
   `<run>/memory/<job slug>/history.jsonl` (its learning happens during the run);
 * the simulated world's artifact (`_meta.kind: simulated`) and an experiences artifact (exp_rag, long_context): 0,
   no model built them (the collection run is not a build cost, as for `make memory`);
@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.identity import artifact_meta
-from analysis.load import family
-from analysis.metrics import BASELINE, GROUP, with_assembly
+from analysis.runs.identity import artifact_meta
+from analysis.runs.load import family
+from analysis.statistics.metrics import BASELINE, GROUP, with_assembly
 
 COLUMNS = ["build_tokens", "build_cost_usd", "build_source"]
 
@@ -63,7 +63,7 @@ def build_cost(strategy: str, memory: str | None, run_dir: str | None = None, jo
     """{build_tokens, build_cost_usd, build_source} for one job."""
     if strategy == BASELINE:
         return {"build_tokens": 0.0, "build_cost_usd": 0.0, "build_source": "none: no memory"}
-    online = family(strategy) == "ace_online"  # whatever analysis.load's label adds: `(GT)`, `[IN-SAMPLE]`, ...
+    online = family(strategy) == "ace_online"  # whatever analysis.runs.load's label adds: `(GT)`, `[IN-SAMPLE]`, ...
     if online and billed_per_episode:  # never counted twice
         return {"build_tokens": 0.0, "build_cost_usd": 0.0, "build_source": "learning billed per episode"}
     if online and run_dir and job:

@@ -1,7 +1,7 @@
 """Rows over corrupted memory are labelled as such (harness/memory/corrupt.py writes `_meta.corrupted`).
 
 `corruption_labels` adds `[corrupted: contradict 30%]` to the strategy label of every record whose memory
-artifact (ACE's `playbook` option first, as analysis.identity reads it) carries `_meta.corrupted`, so a corrupted
+artifact (ACE's `playbook` option first, as analysis.runs.identity reads it) carries `_meta.corrupted`, so a corrupted
 artifact is never read as a clean one, whatever its fingerprint; `corruption_of` reads the kind and share back from
 a label (that tag, or a `+experiment=robustness` variant such as `contradict=30%`).
 """
@@ -12,7 +12,7 @@ import re
 
 import pandas as pd
 
-from analysis.identity import artifact_meta, tag as add_tag
+from analysis.runs.identity import artifact_meta, tag as add_tag
 
 KINDS = ("contradict", "stale", "irrelevant", "duplicate")  # harness/memory/corrupt.py
 _CORRUPTED = re.compile(r"\b(" + "|".join(KINDS) + r")[= ](\d+(?:\.\d+)?)%")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.load import RESULTS
-from analysis.metrics import BASELINE, CELL
+from analysis.runs.load import RESULTS
+from analysis.statistics.metrics import BASELINE, CELL
 
 RUNS_ENV = "MEMDELIV_RUNS"  # the notebook's runs when its RUNS cell is empty: paths separated by os.pathsep
 
@@ -37,7 +37,7 @@ def run_dirs(path: str | Path) -> list[Path]:
 
 
 def checkout(cwd: Path) -> Path | None:
-    """The memdeliv checkout `cwd` is in (a folder holding analysis/load.py and configs/), else None."""
+    """The memdeliv checkout `cwd` is in (a folder holding analysis/runs/load.py and configs/), else None."""
     return next((p for p in [cwd, *cwd.parents] if (p / "analysis" / "load.py").is_file()
                  and (p / "configs").is_dir()), None)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.metrics import BASELINE
-from analysis.variance import Variance, pair_row
+from analysis.statistics.metrics import BASELINE
+from analysis.statistics.variance import Variance, pair_row
 
 
 def simulated_variance(p_a: dict[str, float], p_b: dict[str, float], trials: int) -> Variance:
