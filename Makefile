@@ -145,11 +145,9 @@ lint: setup
 	.venv/bin/ruff check --quiet
 	$(PY) -m mypy
 
-# One worker more than the cores, at most 4: with one per core the 2 cores here were busy 84 % of the suite's
-# wall time (many tests wait on a subprocess or a server). Whole files per worker, so module fixtures are built once.
-TEST_WORKERS ?= $(shell n=$$(nproc); echo $$(( n + 1 < 4 ? n + 1 : 4 )))
+# two workers or more (one per core, at most 4), whole files per worker so module fixtures are built once
 test: lint
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile
 
 sweep: setup
 	$(PY) -m harness.run -m $(SWEEP_ARGS)

@@ -27,7 +27,7 @@ from analysis.runs.deliveries import base_strategy, deliveries, kind
 from analysis.statistics.metrics import BASELINE, GROUP
 from analysis.views.compare import best_rows
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # analysis/views/ibm.py -> the checkout
 PUBLISHED = ROOT / "analysis" / "published" / "ibm.csv"
 EXPERIMENTS = ROOT / "configs" / "experiment"
 RATE_METRICS = ("tgc", "sgc", "success")
