@@ -12,14 +12,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import recommend, tables, load_records
+from conftest import unwrapped
+
+from analysis import load_records, recommend, tables
 from analysis.noise_floor import main as noise_floor_main
 from analysis.power import main as power_main
 from analysis.recommend import main as recommend_main
 from analysis.runs import identity
 from analysis.table import main as table_main
-from harness.runner.job import file_digest
 from analysis.tables import main as tables_main
+from harness.runner.job import file_digest
 
 V020 = {"known_as": "tau2-bench v0.2.0 retail", "tasks_sha256": "40d692b3fca7" + "0" * 52, "source": "packaged"}
 V101 = {"known_as": "tau2-bench v1.0.1 retail", "tasks_sha256": "ccd8ba737b4c" + "0" * 52, "source": "/data/v1.0.1"}
@@ -136,7 +138,7 @@ def test_every_view_prints_the_same_cost_for_the_same_cell(tmp_path, capsys):
         assert usd in next(line for line in compact.splitlines() if line.split()[1:2] == [strategy])
         assert usd in next(line for line in wide.splitlines() if f"| {strategy} " in line)
         assert result.summary.set_index("strategy").loc[strategy, "usd/task"] == pytest.approx(float(usd[1:]))
-    assert "$0.0110 to run, as the tables print it" in advice.replace("\n  ", " ")
+    assert "$0.0110 to run, as the tables print it" in unwrapped(advice)
     assert "n/a" not in next(line for line in compact.splitlines() if line.split()[1:2] == ["none"])
 
 

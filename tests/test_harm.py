@@ -1,5 +1,5 @@
-"""Per-task help and harm (analysis/statistics/harm.py): the rule, its chance level, the links to the viewer's compare page,
-and, on the SIMULATED world with planted harms (none and full over a corrupted artifact, 40 tasks x 4 trials,
+"""Per-task help and harm (analysis/statistics/harm.py): the rule, its chance level, the links to the viewer's compare
+page, and, on the SIMULATED world with planted harms (none and full over a corrupted artifact, 40 tasks x 4 trials,
 records drawn as a sweep draws them), that the harmed tasks it lists are mostly those the world planted harm
 on, while `none` against itself lists about as many as chance says."""
 

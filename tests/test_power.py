@@ -70,7 +70,7 @@ def test_power_table_flags_underpowered_cells(artifact):
     assert pd.isna(table.loc["none", "MDΔ_pts"])
     assert not table.loc["full", "underpowered"]  # full's large planted loss is seen
     assert table.loc["full", "Δ_pts"] < 0
-    for s in ("core", "full"):  # analysis.statistics.verdict's rule: not found by the paired test AND outside the pair's band
+    for s in ("core", "full"):  # statistics.verdict's rule: not found by the paired test AND outside the pair's band
         v = table.loc[s, "verdict"]
         assert v.band_pts > 0 and v.p == table.loc[s, "p"]  # 2 trials: the pair's A/A band is known
         outside = abs(table.loc[s, "Δ_pts"]) > v.band_pts

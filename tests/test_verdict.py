@@ -1,6 +1,6 @@
 """One verdict per comparison (issue 37): the Δ flag of the strategies table, the per-task table (harm count, the
-pair's A/A band, the reading line) and recommend's Harm sentence read the same analysis.statistics.verdict.Verdict, so they
-cannot disagree. Records are drawn from a KNOWN truth with fixed seeds (tests/known_truth.py); each seed below was
+pair's A/A band, the reading line) and recommend's Harm sentence read the same analysis.statistics.verdict.Verdict, so
+they cannot disagree. Records are drawn from a KNOWN truth with fixed seeds (tests/known_truth.py); each seed below was
 found by drawing seeds 0-29 of its truth and keeping those whose draw falls in the combination the case names
 (as tests/test_decision_edges.py picks its no-difference seeds). Under equal strategies the band and the harm
 verdict are checked to name noise at about their 5 % rate."""

@@ -39,7 +39,6 @@ from harness.store import RunStore
 from harness.store.joblock import job_lock
 
 
-
 def run_job(job: Job | JobSettings) -> dict[str, Any]:
     """Run a `Job` (or a job's settings, resolved here) and return its summary."""
     job = job if isinstance(job, Job) else resolve(job)
