@@ -108,12 +108,23 @@ def plan(facts: dict[str, Any], strategies: list[str], trials: int, pilot: Optio
             episode = prior_episode(facts["benchmark"], gold, block, int(facts["max_steps"]), cached_price,
                                     bool(facts.get("needs_judge")))
         done = recorded.get(strategy, set())
-        planned = {(t, k) for t in facts["tasks"] for k in range(trials)}
+        planned = {(t, k) for t in facts["tasks"] for k in range(trials * orders_of(strategy, facts))}
         cell = Cell(strategy, len(planned - done), len(planned), episode, block, note)
         cell.usd = usd(episode.tokens, agent, user, judge)
         cells.append(cell)
     prices = {"agent": agent, "user": user, "judge": judge, "judge_name": judge_name}
     return cells, prices
+
+
+def orders_of(strategy: str, facts: dict[str, Any]) -> int:
+    """The task orders a strategy's job runs (`benchmark.orders`: an online learner's, else 1), as the runner's
+    Job.orders."""
+    orders = int(facts.get("orders") or 1)
+    if orders == 1:
+        return 1
+    from strategies import learns_online
+
+    return orders if learns_online(base_name(strategy), dict(facts.get("strategy_options") or {})) else 1
 
 
 def build_estimate(facts: dict[str, Any], cells: list[Cell], prices: dict[str, Any],
@@ -200,7 +211,9 @@ def price_line(role: str, name: Optional[str], price: Optional[Price]) -> str:
 def report(facts: dict[str, Any], cells: list[Cell], prices: dict[str, Any], trials: int,
            pilot: Optional[pd.DataFrame], delta: Optional[float], memory: Optional[str]) -> str:
     m = facts["model"]
-    lines = [f"Plan: {facts['benchmark']}/{facts['split']}, {len(facts['tasks'])} tasks × {trials} trials, "
+    orders = int(facts.get("orders") or 1)
+    lines = [f"Plan: {facts['benchmark']}/{facts['split']}, {len(facts['tasks'])} tasks × {trials} trials"
+             f"{f' (× {orders} task orders for an online learner)' if orders > 1 else ''}, "
              f"model {m['name']} (nothing has run; no model was called)",
              price_line("agent", m["name"], prices["agent"]),
              price_line("user simulator", m.get("user_name") or m["name"], prices["user"]),

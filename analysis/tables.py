@@ -34,7 +34,7 @@ from analysis.runs.costs import add_costs
 from analysis.runs.load import add_pool_option, load_compared, load_memory_history, steps_frame
 from analysis.statistics import infra, stats
 from analysis.statistics.metrics import EXCLUDED, GROUP, INFRA, infra_imbalance, paired_comparisons, summarize
-from analysis.views import controls, ibm, plots
+from analysis.views import controls, ibm, orders, plots
 from analysis.views.compare import model_table
 from analysis.views.displays import (COMPACT_NOTE, compact_display, markdown, models_display, pairs_display,
                                scenario_warnings, strategies_display)
@@ -238,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n" + models_terminal(result.models))
     if parts := controls.terminal(result.records, result.exclude):
         print("\n" + parts)
+    if by_order := orders.terminal(result.records, result.exclude):
+        print("\n" + by_order)
     if effects := task_effects.terminal(result):  # per task vs none, the noise floor beside Δ (issue 28)
         print("\nPer task vs none (links to each task's compare page: task_effects.md):\n" + effects)
     for name, table in result.views.items():

@@ -46,7 +46,7 @@ def prepare(s: JobSettings, sweep: Optional[Sequence[str]] = None) -> Job:
                                placements=benchmarks.adapter_class(b.name).placements)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    for key, value in (("trials", b.trials), ("concurrency", s.concurrency)):
+    for key, value in (("trials", b.trials), ("benchmark.orders", b.orders), ("concurrency", s.concurrency)):
         if value < 1:
             raise ConfigError(f"{key} must be >= 1, got {value}")
     if b.limit is not None and b.limit < 1:

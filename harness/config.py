@@ -70,6 +70,9 @@ class BenchmarkConfig:
     limit: Optional[int] = None
     task_ids: Optional[List[str]] = None
     trials: int = 1
+    # an online learner's task stream in N seeded task orders (order 0: the benchmark's), each over `trials`
+    # streams (docs/strategies.md "Task order"); every other strategy runs once whatever it says
+    orders: int = 1
     seed: int = 300
     max_steps: int = 200  # tau2's default
     max_errors: int = 10

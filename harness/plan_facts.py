@@ -51,6 +51,7 @@ def facts(cfg: JobSettings) -> dict[str, Any]:
     bench.close()
     model = plain(cfg.model)
     return {"benchmark": cfg.benchmark.name, "split": cfg.benchmark.split, "trials": cfg.benchmark.trials,
+            "orders": cfg.benchmark.orders,
             "max_steps": cfg.benchmark.max_steps, "placement": cfg.benchmark.placement,
             "judge_model": cfg.benchmark.judge_model, "needs_judge": bool(bench.needs_judge()),
             "model": {k: model.get(k) for k in ("name", "user_name", "price_per_mtok_in", "price_per_mtok_out",

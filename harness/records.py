@@ -83,6 +83,7 @@ class RowParts:
     trial: int
     record: Union[EpisodeRecord, Mapping[str, Any]]
     seed: Optional[int] = None
+    order: Optional[int] = None  # the trial's task order, when the job runs several (benchmark.orders)
     started_at: Optional[str] = None
     trajectory: Optional[str] = None
     facts: Mapping[str, Any] = field(default_factory=dict)
@@ -103,7 +104,8 @@ def build_row(parts: RowParts) -> Row:
     """THE row of an episode, from its parts (each column goes to its owner: the benchmark's, the strategy's, the
     learner's extra columns for what harness/row.py does not declare)."""
     record = parts.record.fields() if isinstance(parts.record, EpisodeRecord) else dict(parts.record)
-    episode = {"trial": parts.trial, **({"seed": parts.seed} if parts.seed is not None else {}), **record}
+    episode = {"trial": parts.trial, **({"order": parts.order} if parts.order is not None else {}),
+               **({"seed": parts.seed} if parts.seed is not None else {}), **record}
     learned = dict(parts.learned)
     if "usage" in learned:  # the update's own calls: a role of the episode's usage
         learned["usage"] = {**episode.get("usage", {}), **learned["usage"]}

@@ -78,6 +78,7 @@ class Row:
     context_policy: Maybe[str] = UNSET
     answer_mode: Maybe[str] = UNSET
     trial: Maybe[int] = UNSET
+    order: Maybe[int] = UNSET  # only a job that runs several task orders (benchmark.orders)
     seed: Maybe[Optional[int]] = UNSET
     # the episode's, as its benchmark reports it (harness/records.py EpisodeRecord)
     task_id: str

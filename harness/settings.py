@@ -123,6 +123,7 @@ class BenchmarkSettings:
     limit: Optional[int]
     task_ids: Optional[tuple[str, ...]]
     trials: int
+    orders: int
     seed: int
     max_steps: int
     max_errors: int

@@ -190,6 +190,7 @@ class StrategyBase:
     - `validate_options(options)`: checks values, raises ValueError (exit 2 before anything is written);
     - `uses_memory`: False for a strategy that ignores `memory=` (its rows carry no provenance label);
     - `uses_ground_truth(options)`: whether, so configured, it learns from labels (withheld otherwise);
+    - `learns_online_with(options)`: whether, so configured, it learns online (`benchmark.orders`, `make plan`);
     - `create(ctx)`: the strategy for one job (default: built from its options)."""
 
     name: str = "base"
@@ -212,6 +213,11 @@ class StrategyBase:
     @classmethod
     def uses_ground_truth(cls, options: dict[str, Any]) -> bool:
         return False
+
+    @classmethod
+    def learns_online_with(cls, options: dict[str, Any]) -> bool:
+        declared = getattr(cls, "learns_online", False)  # a class attribute, or the field's default
+        return declared if isinstance(declared, bool) else False
 
     @classmethod
     def create(cls, ctx: Any) -> "StrategyBase":  # ctx: strategies.registry.StrategyContext

@@ -36,6 +36,15 @@ class LegacyFactory:
     def uses_ground_truth(self, options: dict[str, Any]) -> bool:
         return bool(self._ground_truth(dict(options))) if self._ground_truth is not None else False
 
+    def learns_online_with(self, options: dict[str, Any]) -> bool:
+        declared = getattr(self.obj, "learns_online", False)  # an old plugin declares it on its class, if at all
+        return declared if isinstance(declared, bool) else False
+
+    @property
+    def trial_streams(self) -> bool:
+        declared = getattr(self.obj, "trial_streams", False)
+        return declared if isinstance(declared, bool) else False
+
     def create(self, ctx: Any) -> Strategy:
         return fitted(self._create(ctx))
 

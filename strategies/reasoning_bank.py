@@ -175,6 +175,10 @@ class ReasoningBank(StrategyBase):
         return options.get("judge") == "ground_truth"
 
     @classmethod
+    def learns_online_with(cls, options: dict[str, Any]) -> bool:
+        return BankOptions.from_options(options).learn_online
+
+    @classmethod
     def create(cls, ctx: StrategyContext) -> "ReasoningBank":
         opts = BankOptions.from_options(ctx.options)
         return cls(options=dict(ctx.options), items=tuple(load_bank(ctx.memory_path)),

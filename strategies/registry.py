@@ -117,6 +117,16 @@ def uses_ground_truth(name: str, options: dict[str, Any]) -> bool:
     return bool(strategy_class(name).uses_ground_truth(dict(options)))
 
 
+def learns_online(name: str, options: dict[str, Any]) -> bool:
+    """Whether this strategy, so configured, learns online (read before it is built: `benchmark.orders`, the plan)."""
+    return bool(strategy_class(name).learns_online_with(dict(options)))
+
+
+def trial_streams(name: str) -> bool:
+    """Whether an online learner keeps one independent stream per trial (`benchmark.orders` permutes each)."""
+    return getattr(strategy_class(name), "trial_streams", False) is True
+
+
 def create(name: str, ctx: StrategyContext) -> Strategy:
     factory = strategy_class(name)
     declared = known_options(name)

@@ -77,15 +77,15 @@ class EpisodeRunner:
                 error, detail = classify(exc)  # "harness" unless it is a provider/worker failure after retries
                 row = self.failed(task, trial, error, detail, started_at)
                 return Outcome(row=row, unreachable=unreachable(row, calls))
-        parts = RowParts(self.job.row_fields, trial, episode, seed=self.job.seeds[trial], started_at=started_at,
-                         trajectory=str(rel), facts=facts, rerun=rerun)
+        parts = RowParts(self.job.row_fields, trial, episode, seed=self.job.seeds[trial], order=self.job.order_of(trial),
+                         started_at=started_at, trajectory=str(rel), facts=facts, rerun=rerun)
         row = build_row(parts)
         return Outcome(row=row, parts=parts, trajectory=trajectory, unreachable=unreachable(row, calls))
 
     def failed(self, task: Task, trial: int, error: str, detail: str, started_at: str) -> Row:
         """The row of an episode that produced no result of its own (no trajectory)."""
         return build_row(RowParts(self.job.row_fields, trial, failure(task.id, error, detail),
-                                  seed=self.job.seeds[trial], started_at=started_at))
+                                  seed=self.job.seeds[trial], order=self.job.order_of(trial), started_at=started_at))
 
 
 def unreachable(row: Row, calls: Ledger) -> Optional[str]:

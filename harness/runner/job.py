@@ -23,6 +23,7 @@ from harness import benchmarks
 from harness.assembly.job_config import options_for, variant_suffix
 from harness.assembly.options import DEFAULTS as ASSEMBLY_DEFAULTS, AssemblyOptions
 from harness.benchmarks import Benchmark
+from harness.benchmarks.protocol import Task
 from harness.provenance import job_provenance
 from harness.row import SCHEMA_VERSION
 from harness.settings import JobSettings, plain
@@ -39,6 +40,8 @@ class Capabilities:
 
     uses_memory: bool
     uses_ground_truth: bool
+    learns_online: bool = False
+    trial_streams: bool = False  # with learns_online: one independent learning stream per trial
 
 
 @dataclass(frozen=True)
@@ -70,8 +73,29 @@ class Job:
         return self.settings.run_name
 
     @property
+    def orders(self) -> int:
+        """Task orders the job runs: `benchmark.orders` for an online learner's streams, else 1 (the order of
+        independent episodes changes nothing)."""
+        return self.settings.benchmark.orders if self.capabilities.learns_online else 1
+
+    @property
     def trials(self) -> int:
-        return self.settings.benchmark.trials
+        """The job's trials: `benchmark.trials` in each task order; trial t runs in order t // benchmark.trials."""
+        return self.settings.benchmark.trials * self.orders
+
+    def order_of(self, trial: int) -> Optional[int]:
+        """The task order trial `trial` runs in (its rows' `order`); None when the job runs one order."""
+        return trial // self.settings.benchmark.trials if self.orders > 1 else None
+
+    def task_order(self, tasks: list[Task], trial: int) -> list[Task]:
+        """The tasks in the order trial `trial`'s stream runs them: the benchmark's for order 0, else a
+        permutation seeded by the benchmark seed and the order, the same for every strategy of the sweep."""
+        order = self.order_of(trial)
+        if not order:
+            return list(tasks)
+        permuted = list(tasks)
+        random.Random(f"{self.settings.benchmark.seed}:order:{order}").shuffle(permuted)
+        return permuted
 
     @property
     def strategy_name(self) -> str:
@@ -119,6 +143,12 @@ def trial_seeds(seed: int, trials: int) -> tuple[int, ...]:
     return tuple(rng.randint(0, 1000000) for _ in range(trials))
 
 
+def stream_seeds(seed: int, trials: int, orders: int) -> tuple[int, ...]:
+    """One seed per trial of every task order: order k's trial j has trial j's seed, so orders differ in the
+    order of the tasks only."""
+    return trial_seeds(seed, trials) * orders
+
+
 def job_key(s: JobSettings) -> str:
     """benchmark/split/model/strategy, plus `@placement=...,answer_mode=...` for non-default request assembly."""
     variant = s.strategy.variant  # e.g. a dose cell (configs/strategy/dose/): its options set apart
@@ -150,6 +180,9 @@ def identity(s: JobSettings, memory: Optional[str] = None) -> dict[str, Any]:
         "memory": {"path": memory, "sha256_16": file_digest(memory)},
         "benchmark": {"name": b.name, "split": b.split, "seed": b.seed, "max_steps": b.max_steps,
                       "max_errors": b.max_errors, "placement": b.placement,
+                      # trial t's task order depends on it (an online learner's; any other job runs one order)
+                      **({"orders": b.orders} if b.orders != 1 and strategies.learns_online(
+                          s.strategy.name, s.strategy_options()) else {}),
                       # only when not the default, so runs made before these options existed still resume
                       **{k: getattr(b, k) for k, v in ASSEMBLY_DEFAULTS.items() if getattr(b, k) != v}},
     }
@@ -157,7 +190,17 @@ def identity(s: JobSettings, memory: Optional[str] = None) -> dict[str, Any]:
 
 def capabilities(name: str, options: dict[str, Any]) -> Capabilities:
     return Capabilities(uses_memory=strategies.uses_memory(name),
-                        uses_ground_truth=strategies.uses_ground_truth(name, options))
+                        uses_ground_truth=strategies.uses_ground_truth(name, options),
+                        learns_online=strategies.learns_online(name, options),
+                        trial_streams=strategies.trial_streams(name))
+
+
+def check_orders(s: JobSettings, declared: Capabilities) -> None:
+    """Task orders permute independent learning streams: a learner whose one stream runs through every trial
+    has no stream to permute apart."""
+    if s.benchmark.orders > 1 and declared.learns_online and not declared.trial_streams:
+        raise ValueError(f"benchmark.orders={s.benchmark.orders}: {s.strategy.name} learns online in one stream "
+                         "through every trial (no trial_streams), so its task orders cannot run apart; use orders=1")
 
 
 def resolve(s: JobSettings) -> Job:
@@ -168,10 +211,12 @@ def resolve(s: JobSettings) -> Job:
     bench.validate()
     memory = s.job_memory
     declared = capabilities(s.strategy.name, s.strategy_options())
+    check_orders(s, declared)
     key = job_key(s)
     return Job(settings=s, key=key, slug=slug(key.replace("/", "__")), run_dir=Path(s.runs_dir) / str(s.run_name),
                memory=memory, provenance=job_provenance(s, bench, memory, uses_memory=declared.uses_memory,
                                                         ground_truth=declared.uses_ground_truth),
                identity={**identity(s, memory), **bench.identity_extra()},
-               seeds=trial_seeds(s.benchmark.seed, s.benchmark.trials), assembly=assembly,
+               seeds=stream_seeds(s.benchmark.seed, s.benchmark.trials, s.benchmark.orders if declared.learns_online
+                                  else 1), assembly=assembly,
                capabilities=declared, executor=s.executor.name, benchmark=bench)

@@ -12,8 +12,9 @@ a history summarised by priority_drop would otherwise make it repeat them). A st
 (`rerank_each_step`) or an assembly that drops memory later in a long episode (`priority_drop`) therefore does
 not mix several p values into one outcome: the p in the tag is the one that decided the episode.
 
-A failed draw drops the task's last gold *write* whose omission changes tau2's DB check (the adapter finds it
-by replaying the gold actions; some gold writes fail and change nothing), so the DB check fails; a task without
+A failed draw leaves out the task's last gold *write* whose omission changes tau2's DB check (the adapter finds
+it by replaying the gold actions; some gold writes fail and change nothing), so the DB check fails, and repeats
+the read before it in its place (so a failed episode takes as many steps as a successful one); a task without
 such a write drops the facts to communicate; a task with neither answers with an unparseable tool call (a
 recorded agent error). Every final message carries `[simulated: p=... u=... outcome=...]`, so each trajectory says
 what the agent read and drew (with `harmful=N` when the artifact plants harm and the prompt carried N harmful
@@ -140,7 +141,8 @@ def agent_turn(messages: list[dict[str, Any]], script: dict[str, Any], prof: sim
     broken = False
     if not ok:
         if drop is not None:
-            del calls[drop]
+            read = read_before(calls, drop)
+            calls[drop:drop + 1] = [read] if read is not None else []
         elif script.get("communicate"):
             final = "Your request has been handled."
         else:
@@ -158,6 +160,14 @@ def agent_turn(messages: list[dict[str, Any]], script: dict[str, Any], prof: sim
         state.calls_made = done + 1
         return oracle.gold_call_message(calls[done], done)
     return {"role": "assistant", "content": f"{final} {tag} {oracle.DONE_MARKER}".strip()}
+
+
+def read_before(calls: list[dict[str, Any]], drop: int) -> dict[str, Any] | None:
+    """What a failed episode sends in place of the write it leaves out: the last read before it, again (it
+    changes nothing, so the DB check still fails), so that a failed episode takes as many steps as a successful
+    one and an arm that fails more pays no fewer memory tokens per episode (docs/controls.md). None when no read
+    comes before the write: the write is left out with nothing in its place."""
+    return next((dict(c) for c in reversed(calls[:drop]) if c.get("read")), None)
 
 
 def _pull(messages: list[dict[str, Any]], task_id: str, prof: simulated_world.Profile, seed: object,

@@ -38,7 +38,8 @@ def oracle_script(bench: "Tau2Bench", task: Task, find_drop: bool = False) -> di
     find_drop (the simulated agent): `drop` = the position of the last gold call whose omission changes
     tau2's DB check (some gold writes fail and change nothing), None when there is none."""
     crit = task.evaluation_criteria
-    calls = [{"name": a.name, "arguments": a.arguments, "write": bench.tool_types.get(a.name) == "write"}
+    calls = [{"name": a.name, "arguments": a.arguments, "write": bench.tool_types.get(a.name) == "write",
+              "read": bench.tool_types.get(a.name) == "read"}
              for a in (crit.actions or []) if a.requestor == "assistant"]
     info = " ".join(str(x) for x in (crit.communicate_info or []))
     # The oracle's user names only the task id (a self-check needs no more); the simulated world's user states
