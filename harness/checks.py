@@ -57,6 +57,10 @@ def prepare(s: JobSettings, sweep: Optional[Sequence[str]] = None) -> Job:
         raise ConfigError(f"memory file not found: {memory}")
     if memory:
         strategies.load_memory(memory)  # a malformed artifact fails here with file:line
+    try:  # an artifact of another kind than the strategy starts from (reasoning_bank given a guideline file)
+        strategies.check_memory(s.strategy.name, memory)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     from harness.runner import resolve
 
     try:  # the benchmark's validate(); memory learned from these tasks, or labels off train: refused

@@ -21,14 +21,14 @@ from strategies.base import (
     report_call,
 )
 from strategies.memory_file import MemoryFileError, load_memory, save_memory
-from strategies.registry import (StrategyContext, UnknownStrategy, available, create, known_options, learns_online,
-                                 register, strategy_class, trial_streams, uses_ground_truth, uses_memory,
-                                 validate_options)
+from strategies.registry import (StrategyContext, UnknownStrategy, available, check_memory, create, known_options,
+                                 learns_online, register, strategy_class, trial_streams, uses_ground_truth,
+                                 uses_memory, validate_options)
 
 __all__ = [
     "EMPTY", "Delivery", "Embedder", "Guideline", "MemoryTool", "MemoryToolError", "ModelCall", "StepView",
     "Strategy", "StrategyBase", "TaskView",
     "Trajectory", "render_guidelines", "report_call", "MemoryFileError", "load_memory", "save_memory",
-    "StrategyContext", "UnknownStrategy", "available", "create", "known_options", "learns_online", "register",
-    "strategy_class", "trial_streams", "uses_ground_truth", "uses_memory", "validate_options",
+    "StrategyContext", "UnknownStrategy", "available", "check_memory", "create", "known_options", "learns_online",
+    "register", "strategy_class", "trial_streams", "uses_ground_truth", "uses_memory", "validate_options",
 ]

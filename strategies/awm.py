@@ -85,13 +85,23 @@ class AgentWorkflowMemory(StrategyBase):
         budget_option(cls.name, options)
 
     @classmethod
-    def create(cls, ctx: StrategyContext) -> "AgentWorkflowMemory":
-        from strategies.memory_file import load_memory
+    def check_memory(cls, path: Optional[str]) -> None:
+        load_workflows(path)
 
-        if not ctx.memory_path:
-            raise ValueError("strategy 'awm' needs a workflows artifact: build one with `make awm`")
-        items, meta = load_memory(ctx.memory_path)
-        if meta.get("kind") != KIND:
-            raise ValueError(f"strategy 'awm' needs a workflows artifact (_meta.kind {KIND!r}); {ctx.memory_path} is "
-                             f"{meta.get('kind')!r}: build one with `make awm` (AWM= in make)")
-        return cls(options=dict(ctx.options), workflows=tuple(items), count_tokens=token_counter(ctx.model))
+    @classmethod
+    def create(cls, ctx: StrategyContext) -> "AgentWorkflowMemory":
+        return cls(options=dict(ctx.options), workflows=tuple(load_workflows(ctx.memory_path)),
+                   count_tokens=token_counter(ctx.model))
+
+
+def load_workflows(path: Optional[str]) -> list[Guideline]:
+    """The workflows artifact of `make awm`; none, or another kind, is refused."""
+    from strategies.memory_file import load_memory
+
+    if not path:
+        raise ValueError("strategy 'awm' needs a workflows artifact: build one with `make awm`")
+    items, meta = load_memory(path)
+    if meta.get("kind") != KIND:
+        raise ValueError(f"strategy 'awm' needs a workflows artifact (_meta.kind {KIND!r}); {path} is "
+                         f"{meta.get('kind')!r}: build one with `make awm` (AWM= in make)")
+    return items

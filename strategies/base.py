@@ -191,6 +191,7 @@ class StrategyBase:
     - `uses_memory`: False for a strategy that ignores `memory=` (its rows carry no provenance label);
     - `uses_ground_truth(options)`: whether, so configured, it learns from labels (withheld otherwise);
     - `learns_online_with(options)`: whether, so configured, it learns online (`benchmark.orders`, `make plan`);
+    - `check_memory(path)`: refuses (ValueError) an artifact it cannot start from (exit 2 before anything runs);
     - `create(ctx)`: the strategy for one job (default: built from its options)."""
 
     name: str = "base"
@@ -213,6 +214,10 @@ class StrategyBase:
     @classmethod
     def uses_ground_truth(cls, options: dict[str, Any]) -> bool:
         return False
+
+    @classmethod
+    def check_memory(cls, path: Optional[str]) -> None:
+        return None
 
     @classmethod
     def learns_online_with(cls, options: dict[str, Any]) -> bool:

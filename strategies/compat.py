@@ -36,6 +36,9 @@ class LegacyFactory:
     def uses_ground_truth(self, options: dict[str, Any]) -> bool:
         return bool(self._ground_truth(dict(options))) if self._ground_truth is not None else False
 
+    def check_memory(self, path: Optional[str]) -> None:
+        return None  # an old plugin checks its artifact when it is built
+
     def learns_online_with(self, options: dict[str, Any]) -> bool:
         declared = getattr(self.obj, "learns_online", False)  # an old plugin declares it on its class, if at all
         return declared if isinstance(declared, bool) else False

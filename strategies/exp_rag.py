@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -105,18 +105,22 @@ class ExpRag(StrategyBase):
         ExpRagOptions.from_options(options)
 
     @classmethod
+    def check_memory(cls, path: Optional[str]) -> None:
+        load_experiences(path, cls.name)
+
+    @classmethod
     def create(cls, ctx: StrategyContext) -> "ExpRag":
-        return cls(options=dict(ctx.options), experiences=tuple(load_experiences(ctx, "exp_rag")),
+        return cls(options=dict(ctx.options), experiences=tuple(load_experiences(ctx.memory_path, "exp_rag")),
                    count_tokens=token_counter(ctx.model))
 
 
-def load_experiences(ctx: StrategyContext, strategy: str) -> list[Guideline]:
+def load_experiences(path: Optional[str], strategy: str) -> list[Guideline]:
     """The job's experiences artifact (memory_by_strategy.<strategy>, else memory=), refused if another kind."""
     from strategies.memory_file import load_memory
 
-    if not ctx.memory_path:
+    if not path:
         raise ValueError(f"strategy {strategy!r} needs an experiences artifact: build one with `make experiences` "
                          f"and pass +memory_by_strategy.{strategy}=<path> (EXPERIENCES= in make)")
-    items, meta = load_memory(ctx.memory_path)
-    check_kind(meta, ctx.memory_path, strategy)
+    items, meta = load_memory(path)
+    check_kind(meta, path, strategy)
     return items

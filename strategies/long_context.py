@@ -60,6 +60,10 @@ class LongContext(StrategyBase):
         cls.validated(options)
 
     @classmethod
+    def check_memory(cls, path: Optional[str]) -> None:
+        load_experiences(path, cls.name)
+
+    @classmethod
     def create(cls, ctx: StrategyContext) -> "LongContext":
-        return cls(options=dict(ctx.options), experiences=tuple(load_experiences(ctx, "long_context")),
+        return cls(options=dict(ctx.options), experiences=tuple(load_experiences(ctx.memory_path, "long_context")),
                    count_tokens=token_counter(ctx.model))

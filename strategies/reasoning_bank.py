@@ -175,6 +175,10 @@ class ReasoningBank(StrategyBase):
         return options.get("judge") == "ground_truth"
 
     @classmethod
+    def check_memory(cls, path: Optional[str]) -> None:
+        load_bank(path)
+
+    @classmethod
     def learns_online_with(cls, options: dict[str, Any]) -> bool:
         return BankOptions.from_options(options).learn_online
 

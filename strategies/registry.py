@@ -122,6 +122,12 @@ def learns_online(name: str, options: dict[str, Any]) -> bool:
     return bool(strategy_class(name).learns_online_with(dict(options)))
 
 
+def check_memory(name: str, path: str | None) -> None:
+    """Raises ValueError when this strategy cannot start from the artifact at `path` (None: no memory=), e.g.
+    reasoning_bank given a guideline file: the CLI's check, before anything runs."""
+    strategy_class(name).check_memory(path)
+
+
 def trial_streams(name: str) -> bool:
     """Whether an online learner keeps one independent stream per trial (`benchmark.orders` permutes each)."""
     return getattr(strategy_class(name), "trial_streams", False) is True

@@ -18,7 +18,7 @@ SAMPLE_MEMORY = REPO / "strategies" / "samples" / "tau2_sample.jsonl"
 HUNG_S = 1800
 # `make test` runs files on 2-4 workers (pytest-xdist, --dist loadfile, one file per worker at a time): the longest
 # files (`pytest --durations`) go first, so that no worker ends the run on one of them alone
-LONGEST_FIRST = ("test_documented_outputs.py", "test_readme_quickstart.py", "test_local_model.py",
+LONGEST_FIRST = ("test_documented_outputs.py", "test_local_model.py",
                  "test_appworld_engine.py", "test_ray_executor.py", "test_launchers.py", "test_ace_online_resume.py",
                  "test_provider_rejections.py", "test_memory_provenance.py", "test_selfcheck.py", "test_kill_resume.py",
                  "test_tau2_results_files.py", "test_strategy_options.py")

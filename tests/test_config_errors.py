@@ -72,3 +72,18 @@ def test_a_refused_command_line_never_loads_litellm(runs_dir):
             "'strategy.options.topk=3'])\nexcept SystemExit as exc:\n    print(exc.code, 'litellm' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=HUNG_S)
     assert proc.stdout.split() == ["2", "False"], proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("strategy, expected", [
+    ("reasoning_bank", "starts from a reasoning_bank artifact (_meta.kind 'reasoning_bank')"),
+    ("awm", "needs a workflows artifact (_meta.kind 'workflows')"),
+    ("exp_rag", "needs an experiences artifact (_meta.kind 'experiences')"),
+    ("long_context", "needs an experiences artifact (_meta.kind 'experiences')"),
+])
+def test_an_artifact_the_strategy_cannot_start_from_exits_2_before_any_job_runs(strategy, expected, artifact,
+                                                                                runs_dir, capsys):
+    # a sweep's first job must not run before its second is refused (strategies' check_memory, at the check)
+    code, err = config_check(capsys, "model=oracle", f"strategy=none,{strategy}", f"memory={artifact}",
+                             "run_name=bad", runs_dir=runs_dir, multirun=True)
+    assert code == 2 and expected in err and "Traceback" not in err, err[-2000:]
+    assert not runs_dir.exists()

@@ -56,6 +56,9 @@ def _filled(argv: list[str], world: str) -> list[str] | None:
         out.append(f"model.world={world}")
     if "+experiment=robustness" in argv and not any(a.startswith("analysis.robustness.dir=") for a in argv):
         out.append(f"analysis.robustness.dir={_corrupted_series(world)}")  # `make corrupt ... OUT=` wrote them
+    if any(a.startswith("strategy=") and "reasoning_bank" in a.split("=", 1)[1].split(",") for a in argv) \
+            and not any(a.lstrip("+").startswith("memory_by_strategy.reasoning_bank=") for a in argv):
+        out.append(f"+memory_by_strategy.reasoning_bank={_built(world, _BANK)}")  # `make reasoning-bank` wrote it
     for arg in argv:
         if arg in ELIDED:
             continue
@@ -93,13 +96,16 @@ def _corrupted_series(world: str) -> str:
 
 
 _BUILT = ("/experiences.jsonl", "/workflows.jsonl")
+_BANK = "reasoning_bank/bank.jsonl"
 
 
 def _built(world: str, value: str) -> str:
-    """A one-item artifact of the kind `value` names (strategies/experiences.py, strategies/awm.py)."""
+    """A one-item artifact of the kind `value` names (strategies/experiences.py, strategies/awm.py,
+    strategies/reasoning_bank.py)."""
     from strategies import Guideline, save_memory
 
-    kind = "experiences" if value.endswith("/experiences.jsonl") else "workflows"
+    kind = next(k for end, k in (("/experiences.jsonl", "experiences"), ("/workflows.jsonl", "workflows"),
+                                 (_BANK, "reasoning_bank")) if value.endswith(end))
     out = Path(world).parent / f"{kind}.jsonl"
     save_memory(out, [Guideline(id="x-0", text="Task: return an item | Actions: get_order()",
                                 source_task_text="return an item")], {"kind": kind})

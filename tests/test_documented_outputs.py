@@ -26,18 +26,20 @@ import io
 import json
 import os
 import re
+import runpy
 import shlex
 import shutil
 import subprocess
+import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import doc_commands
 import pytest
-from conftest import HUNG_S, SAMPLE_MEMORY
+from conftest import HUNG_S, SAMPLE_MEMORY, read_records
 from doc_commands import DocCommand
-from test_readme_quickstart import fresh_copy, stale_setup_parts
+from test_readme_quickstart import ROW, fresh_copy, quoted_advice, quoted_table, stale_setup_parts, success_of
 
 from analysis.fmt import WIDTH
 
@@ -46,7 +48,8 @@ pytestmark = pytest.mark.slow
 COMMANDS = doc_commands.block_commands()
 SMALL = 3
 # what docs/robustness.md quotes from these commands' output: they run at the documented size
-QUOTED = ("RUN=sim-harm", "RUN=sim-aa", "RUN=sim-strong-2")
+# and README.md's quick start, whose quoted table and recommendation test_readme_quickstart_prints_what_it_quotes holds
+QUOTED = ("RUN=sim-harm", "RUN=sim-aa", "RUN=sim-strong-2", "RUN=sim-strong", "RUN=sim-small")
 NOT_RUN: tuple[tuple[str, str], ...] = (
     (r"^make (setup|test|lock|clean-venv)$", "builds, tests or removes the environment (make test runs this file)"),
     (r"MODEL=openai/|REFLECTOR=openai/|model=litellm|\+experiment=ibm_tau2 memory=<",
@@ -133,9 +136,10 @@ class Session:
         return out
 
     def run(self, argv: list[str], where: str) -> Ran:
-        """A command as a shell runs it; one whose every line (`make -n`) is an analysis module runs its main()
-        in this process instead, from the copy (the same code; it saves an interpreter and pandas per command)."""
-        lines = analysis_lines(argv, self.root)
+        """A command as a shell runs it; one whose every line (`make -n`) is `python -m harness.run`, an analysis
+        module or an echo runs in this process instead, from the copy (the same code, as `python -m` runs it; it
+        saves an interpreter, LiteLLM and pandas per command: minutes over the module)."""
+        lines = in_process_lines(argv, self.root)
         if lines is not None:
             return self.in_process(argv, lines, where)
         if argv[0] == "make":
@@ -147,31 +151,55 @@ class Session:
 
     def in_process(self, argv: list[str], lines: list[list[str]], where: str) -> Ran:
         printed = io.StringIO()
-        here = os.getcwd()
+        here, environ, args = os.getcwd(), dict(os.environ), sys.argv
         os.chdir(self.root)  # the paths are the copy's
+        for key in [k for k in os.environ if k.endswith("_API_KEY")]:  # as the shell's environment above
+            del os.environ[key]
+        os.environ.update(MAKE_EXPORTS)
         try:
             code = _mains(lines, printed)
         finally:
             os.chdir(here)
+            os.environ.clear()
+            os.environ.update(environ)
+            sys.argv = args
         return Ran(shlex.join(argv), where, code, printed.getvalue())
+
+
+MAKE_EXPORTS = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # what the Makefile exports to its recipes
+# modules run in this process: ones that start no child process printing to this process's stdout
+IN_PROCESS = re.compile(r"^(harness\.run|analysis\..+)$")
 
 
 def _mains(lines: list[list[str]], printed: io.StringIO) -> int:
     code = 0
     with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
         for words in lines:
+            if words[0] == "echo":
+                print(" ".join(words[1:]))
+                continue
             try:
-                code = importlib.import_module(words[2]).main(words[3:]) or 0
+                code = _main(words[2], words[3:])
             except SystemExit as exc:  # argparse, or a main that exits
-                code = exc.code if isinstance(exc.code, int) else 1
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
             if code:
                 break
     return code
 
 
-def analysis_lines(argv: list[str], root: Path) -> list[list[str]] | None:
-    """The `python -m analysis.X ...` lines a command runs (a make target's, from `make -n`), or None when it runs
-    anything else."""
+def _main(module: str, args: list[str]) -> int:
+    if not module.startswith("analysis."):  # Hydra finds configs/ from the file `python -m` runs as __main__
+        sys.argv = [module, *args]
+        with warnings.catch_warnings():  # harness.run already imported (by an earlier test): run again, as __main__
+            warnings.filterwarnings("ignore", r".*found in sys.modules", RuntimeWarning)
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+        return 0
+    return importlib.import_module(module).main(args) or 0
+
+
+def in_process_lines(argv: list[str], root: Path) -> list[list[str]] | None:
+    """The lines a command runs (a make target's, from `make -n`) when each is `python -m` of a module IN_PROCESS
+    or an echo; None when it runs anything else."""
     if argv[0] == "make":
         shown = subprocess.run(["make", "-n", "-s", "--no-print-directory", "-o", "setup", *argv[1:]], cwd=root,
                                capture_output=True, text=True, timeout=HUNG_S, check=False)
@@ -184,8 +212,9 @@ def analysis_lines(argv: list[str], root: Path) -> list[list[str]] | None:
             return None
     else:
         lines = [argv]
-    ok = all(len(w) > 2 and w[0].endswith("python") and w[1] == "-m" and w[2].startswith("analysis.") for w in lines)
-    return lines if lines and ok else None
+    python = [w for w in lines if w[0] != "echo"]
+    ok = all(len(w) > 2 and w[0].endswith("python") and w[1] == "-m" and IN_PROCESS.match(w[2]) for w in python)
+    return lines if python and ok else None
 
 
 def refusals(session: Session) -> list[Ran]:
@@ -205,14 +234,16 @@ def refusals(session: Session) -> list[Ran]:
 
 
 @pytest.fixture(scope="module")
-def ran(tmp_path_factory) -> dict[str, Ran]:
-    """Every runnable documented command's output, by `file:line` (and the refusals by name)."""
+def session(tmp_path_factory) -> tuple[Session, dict[str, Ran]]:
+    """The session, and every runnable documented command's output by `file:line` (the refusals, and the quick
+    start's `make table` and `make recommend` as README.md quotes them, by name)."""
     here = stale_setup_parts(doc_commands.REPO)
     if here:
         message = f"documented outputs NOT CHECKED: `make setup` is not up to date here ({', '.join(here)})"
         warnings.warn(message, stacklevel=2)
         pytest.skip(message)
     root = fresh_copy(tmp_path_factory.mktemp("docs") / "memdeliv")
+    assert not stale_setup_parts(root), "the copy must see this checkout's setup state (modification times kept)"
     session = Session(root, {}, [])
     outputs: dict[str, Ran] = {}
     seen: dict[tuple[str, ...], Ran] = {}
@@ -224,7 +255,15 @@ def ran(tmp_path_factory) -> dict[str, Ran]:
             outputs[str(cmd)] = seen[tuple(argv)]
     for r in refusals(session):
         outputs[r.where] = r
-    return outputs
+    for what, command in (("README table", quoted_table()[0]), ("README recommend", quoted_advice()[0])):
+        outputs[what] = session.run(session.prepared(doc_commands.DocCommand("README.md:0", tuple(
+            shlex.split(command)))), what)
+    return session, outputs
+
+
+@pytest.fixture(scope="module")
+def ran(session) -> dict[str, Ran]:
+    return session[1]
 
 
 def test_every_documented_command_is_run_or_named_with_its_reason():
@@ -296,3 +335,38 @@ def test_quoted_output_is_what_a_fresh_run_prints(ran, page, marker):
     missing = doc_commands.unquoted(quoted, printed + without_first_column(printed))
     assert not missing, f"{page}:{line}: quoted, not printed by `{r.command}`:\n" + "\n".join(missing) + \
         "\n--- printed:\n" + r.output[-6000:]
+
+
+def test_readme_quickstart_prints_what_it_quotes(session):
+    """README.md's quick start (tests/test_readme_quickstart.py reads it): the quoted table rows and `make recommend`
+    lines are printed exactly, and what the README promises shows: the planted effect (strong: full beats none;
+    small: full loses to none), the oracle solves every task, and recommend's decision is the planted truth."""
+    docs, ran = session
+    table, advice = ran["README table"], ran["README recommend"]
+    assert table.returncode == 0 and advice.returncode == 0, table.output[-2000:] + advice.output[-2000:]
+    quoted_rows = quoted_table()[1]
+    printed_rows = [line.rstrip() for line in table.output.splitlines() if ROW.match(line)]
+    assert success_of(printed_rows) == success_of(quoted_rows), "README.md's quoted table is stale (success)"
+    assert printed_rows == quoted_rows, "README.md's quoted table is stale:\n" + "\n".join(printed_rows)
+
+    printed = [line.rstrip() for line in advice.output.splitlines()]
+    said = {line.split(":")[0]: line for line in printed if line.startswith(("Observed success", "Recommended: "))}
+    for line in quoted_advice()[1]:
+        if line.startswith(("Observed success", "Recommended: ")):
+            key = line.split(":")[0]
+            assert said.get(key, "").startswith(line.removesuffix("(...)")), f"README: {line}\nprinted: {said.get(key)}"
+        else:  # as printed, or cut short with (...)
+            assert not doc_commands.unquoted([line], printed), f"README's line is not printed:\n{line}\n{advice.output}"
+
+    rates = {}
+    for name in ("sim-strong", "sim-small", "oracle-demo"):
+        records = read_records(docs.root / docs.made[name])
+        for strategy in {r["strategy"] for r in records}:
+            mine = [r for r in records if r["strategy"] == strategy and r.get("error") != "infra"]
+            rates[name, strategy] = sum(r["success"] for r in mine) / len(mine)
+    assert rates["sim-strong", "full"] > rates["sim-strong", "none"]
+    assert rates["sim-small", "full"] < rates["sim-small", "none"]
+    assert rates["oracle-demo", "none"] == 1.0
+    # the planted truth at margin 5: full is 14 points above core_retrieval and 31 above none
+    assert "SIMULATED" in advice.output and "Recommended: full" in advice.output, advice.output
+    assert not re.search(r"Recommended: (none|core_retrieval)\b", advice.output)

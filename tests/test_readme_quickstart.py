@@ -1,33 +1,25 @@
-"""The README's quick start, run as a newcomer types it: every `make` command of its "first sweep" section that
-needs no API key and no local model server (the simulated world, the oracle, recommend), then the `make table`
-command its "Reading the result" section quotes.
+"""The README's quick start as this suite reads it: the `make` commands of its "first sweep" section, the `make
+table` command its "Reading the result" section quotes and the quoted rows and `make recommend` lines; and the
+fresh copy of the checkout the documented commands run in (its files as `git ls-files` lists them, with .venv,
+.venv-appworld and .cache linked to this checkout's), so that no test writes into this checkout's runs/ or resumes
+a run left there (which would skip every episode).
 
-The commands are read from README.md itself, so an edit there is what gets tested. They run as written in a
-fresh copy of the checkout (its files as `git ls-files` lists them, with .venv, .venv-appworld and .cache linked
-to this checkout's), so the test writes nothing into this checkout's runs/ and never resumes a run left there
-(which would skip every episode). The simulated world is deterministic, so the README quotes what its commands
-print, and this test holds it to that: every quoted table row (success per model and strategy, and the rest of
-the row) and the quoted `make recommend` lines ("Observed success", "Recommended: ...") must be printed exactly.
-A change to the world or to the analysis fails here until the README follows. Beyond the quotes it checks what
-the README promises the reader: the planted effect shows (strong: full beats none; small: full loses to none)
-and recommend's decision matches the planted truth (full; never a strategy the world plants below the margin).
+tests/test_documented_outputs.py runs the quick start at its documented size in its session of every documented
+command (one run of each, not two) and holds the quotes to what it prints: the simulated world is deterministic,
+so every quoted table row and the quoted "Observed success" / "Recommended: ..." lines must be printed exactly,
+and a change to the world or to the analysis fails there until the README follows.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
-import warnings
 from pathlib import Path
 
 import pytest
 
-from conftest import HUNG_S, REPO, read_records
-from doc_commands import unquoted
-
-pytestmark = pytest.mark.slow
+from conftest import HUNG_S, REPO
 
 SECTION = re.compile(r"^## A first sweep.*?(?=^## )", re.S | re.M)
 RESULT_SECTION = re.compile(r"^## Reading the result.*?(?=^## )", re.S | re.M)
@@ -113,50 +105,3 @@ def stale_setup_parts(root: Path) -> list[str]:
     assert parts, "no SETUP_PARTS in the Makefile"
     return [p for p in parts if subprocess.run(["make", "-q", p], cwd=root, capture_output=True,
                                                timeout=HUNG_S).returncode != 0]
-
-
-def test_readme_quickstart_prints_what_the_readme_quotes(tmp_path):
-    here = stale_setup_parts(REPO)
-    if here:  # make would rebuild the linked .venv, pointing its editable install at the copy: not from a test
-        message = f"README quick start NOT CHECKED: `make setup` is not up to date here ({', '.join(here)}); run it"
-        warnings.warn(message)
-        pytest.skip(message)
-    clone = fresh_copy(tmp_path / "memdeliv")
-    assert not stale_setup_parts(clone), "the copy must see this checkout's setup state (modification times kept)"
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    table_command, quoted_rows = quoted_table()
-    advice_command, quoted_lines = quoted_advice()
-    outputs = {}
-    for command in [c for c in quickstart_commands() if needs_nothing_external(c)] + [table_command]:
-        done = subprocess.run(command, shell=True, cwd=clone, env=env, capture_output=True, text=True, timeout=HUNG_S)
-        assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-        outputs[command] = done.stdout
-
-    printed_rows = [line.rstrip() for line in outputs[table_command].splitlines() if ROW.match(line)]
-    assert success_of(printed_rows) == success_of(quoted_rows), "README.md's quoted table is stale (success)"
-    assert printed_rows == quoted_rows, "README.md's quoted table is stale:\n" + "\n".join(printed_rows)
-
-    advice = outputs[advice_command]
-    printed = [line.rstrip() for line in advice.splitlines()]
-    said = {line.split(":")[0]: line for line in printed if line.startswith(("Observed success", "Recommended: "))}
-    for line in quoted_lines:
-        if line.startswith(("Observed success", "Recommended: ")):
-            key = line.split(":")[0]
-            assert said.get(key, "").startswith(line.removesuffix("(...)")), f"README: {line}\nprinted: {said.get(key)}"
-        else:  # as printed, or cut short with (...)
-            assert not unquoted([line], printed), f"README's line is not printed:\n{line}\nprinted:\n{advice}"
-
-    rates = {}
-    for run_dir in (clone / "runs").iterdir():
-        if not (run_dir / "results.jsonl").exists():
-            continue
-        records = read_records(run_dir)
-        for strategy in {r["strategy"] for r in records}:
-            mine = [r for r in records if r["strategy"] == strategy and r.get("error") != "infra"]
-            rates[run_dir.name, strategy] = sum(r["success"] for r in mine) / len(mine)
-    assert rates["sim-strong", "full"] > rates["sim-strong", "none"]
-    assert rates["sim-small", "full"] < rates["sim-small", "none"]
-    assert rates["oracle-demo", "none"] == 1.0
-    # the planted truth at margin 5: full is 14 points above core_retrieval and 31 above none
-    assert "SIMULATED" in advice and "Recommended: full" in advice, advice
-    assert not re.search(r"Recommended: (none|core_retrieval)\b", advice)

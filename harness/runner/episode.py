@@ -77,8 +77,9 @@ class EpisodeRunner:
                 error, detail = classify(exc)  # "harness" unless it is a provider/worker failure after retries
                 row = self.failed(task, trial, error, detail, started_at)
                 return Outcome(row=row, unreachable=unreachable(row, calls))
-        parts = RowParts(self.job.row_fields, trial, episode, seed=self.job.seeds[trial], order=self.job.order_of(trial),
-                         started_at=started_at, trajectory=str(rel), facts=facts, rerun=rerun)
+        parts = RowParts(self.job.row_fields, trial, episode, seed=self.job.seeds[trial],
+                         order=self.job.order_of(trial), started_at=started_at, trajectory=str(rel),
+                         facts=facts, rerun=rerun)
         row = build_row(parts)
         return Outcome(row=row, parts=parts, trajectory=trajectory, unreachable=unreachable(row, calls))
 

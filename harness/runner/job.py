@@ -16,7 +16,7 @@ import random
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import strategies
 from harness import benchmarks
@@ -87,7 +87,7 @@ class Job:
         """The task order trial `trial` runs in (its rows' `order`); None when the job runs one order."""
         return trial // self.settings.benchmark.trials if self.orders > 1 else None
 
-    def task_order(self, tasks: list[Task], trial: int) -> list[Task]:
+    def task_order(self, tasks: Sequence[Task], trial: int) -> list[Task]:
         """The tasks in the order trial `trial`'s stream runs them: the benchmark's for order 0, else a
         permutation seeded by the benchmark seed and the order, the same for every strategy of the sweep."""
         order = self.order_of(trial)

@@ -128,9 +128,9 @@ def check_declared(job: Job, strategy: Strategy) -> None:
     built = (bool(strategy.learns_online), bool(strategy.learns_online and strategy.trial_streams))
     declared = (job.capabilities.learns_online, job.capabilities.learns_online and job.capabilities.trial_streams)
     if job.orders > 1 and built != declared:
-        raise StrategyError(f"{job.strategy_name}: built with learns_online={built[0]}, trial_streams={built[1]}, "
-                            f"but its class declares {declared} for these options (learns_online_with, "
-                            "trial_streams): benchmark.orders needs the declaration to hold")
+        raise StrategyError(job.strategy_name, "build", ValueError(
+            f"built with learns_online={built[0]}, trial_streams={built[1]}, but its class declares {declared} for "
+            "these options (learns_online_with, trial_streams): benchmark.orders needs the declaration to hold"))
 
 
 @contextmanager

@@ -13,12 +13,12 @@ a history summarised by priority_drop would otherwise make it repeat them). A st
 not mix several p values into one outcome: the p in the tag is the one that decided the episode.
 
 A failed draw leaves out the task's last gold *write* whose omission changes tau2's DB check (the adapter finds
-it by replaying the gold actions; some gold writes fail and change nothing), so the DB check fails, and repeats
-the read before it in its place (so a failed episode takes as many steps as a successful one); a task without
-such a write drops the facts to communicate; a task with neither answers with an unparseable tool call (a
-recorded agent error). Every final message carries `[simulated: p=... u=... outcome=...]`, so each trajectory says
-what the agent read and drew (with `harmful=N` when the artifact plants harm and the prompt carried N harmful
-lessons: docs/robustness.md).
+it by replaying the gold actions; some gold writes fail and change nothing), so the DB check fails, and sends a
+call that changes nothing in its place (the read before it again, or the write aimed at no record), so a failed
+episode takes as many steps as a successful one; a task without such a write drops the facts to communicate; a
+task with neither answers with an unparseable tool call (a recorded agent error). Every final message carries
+`[simulated: p=... u=... outcome=...]`, so each trajectory says what the agent read and drew (with `harmful=N`
+when the artifact plants harm and the prompt carried N harmful lessons: docs/robustness.md).
 
 Model config (configs/model/simulated.yaml): `profile` (strong | small) and `world` (the artifact of
 `make simulated-memory`) reach it through LiteLLM metadata; the user side is the oracle's scripted user.
@@ -141,8 +141,8 @@ def agent_turn(messages: list[dict[str, Any]], script: dict[str, Any], prof: sim
     broken = False
     if not ok:
         if drop is not None:
-            read = read_before(calls, drop)
-            calls[drop:drop + 1] = [read] if read is not None else []
+            instead = instead_of_write(calls, drop)
+            calls[drop:drop + 1] = [instead] if instead is not None else []
         elif script.get("communicate"):
             final = "Your request has been handled."
         else:
@@ -162,12 +162,23 @@ def agent_turn(messages: list[dict[str, Any]], script: dict[str, Any], prof: sim
     return {"role": "assistant", "content": f"{final} {tag} {oracle.DONE_MARKER}".strip()}
 
 
-def read_before(calls: list[dict[str, Any]], drop: int) -> dict[str, Any] | None:
-    """What a failed episode sends in place of the write it leaves out: the last read before it, again (it
-    changes nothing, so the DB check still fails), so that a failed episode takes as many steps as a successful
-    one and an arm that fails more pays no fewer memory tokens per episode (docs/controls.md). None when no read
-    comes before the write: the write is left out with nothing in its place."""
-    return next((dict(c) for c in reversed(calls[:drop]) if c.get("read")), None)
+def instead_of_write(calls: list[dict[str, Any]], drop: int) -> dict[str, Any] | None:
+    """What a failed episode sends in place of the write it leaves out, so that it takes as many steps as a
+    successful one and an arm that fails more pays no fewer memory tokens per episode (docs/controls.md): the
+    last read before the write, again, or else the write aimed at no record (every text argument `unknown`: the
+    tool answers an error). Neither changes the DB, so its check still fails. None: a write with no text
+    argument and no read before it, left out with nothing in its place."""
+    read = next((c for c in reversed(calls[:drop]) if c.get("read")), None)
+    if read is not None:
+        return dict(read)
+    write = calls[drop]
+    arguments = dict(write.get("arguments") or {})
+    if not any(isinstance(v, str) for v in arguments.values()):
+        return None
+    return {**write, "arguments": {k: UNKNOWN if isinstance(v, str) else v for k, v in arguments.items()}}
+
+
+UNKNOWN = "unknown"
 
 
 def _pull(messages: list[dict[str, Any]], task_id: str, prof: simulated_world.Profile, seed: object,
