@@ -152,6 +152,15 @@ def makefile() -> tuple[set[str], set[str]]:
     return targets, set(_VAR_USE.findall(text))
 
 
+def make_exports() -> dict[str, str]:
+    """What the Makefile exports to its recipes' environment (`export NAME := value`)."""
+    text = (REPO / "Makefile").read_text(encoding="utf-8")
+    return dict(_EXPORT.findall(text))
+
+
+_EXPORT = re.compile(r"^export\s+(\w+)\s*:?=\s*(.*?)\s*$", re.M)
+
+
 def make_split(cmd: DocCommand) -> tuple[list[str], dict[str, str]]:
     """(targets, VAR=value assignments) of a make command."""
     targets, assigned = [], {}

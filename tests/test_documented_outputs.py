@@ -155,7 +155,8 @@ class Session:
         os.chdir(self.root)  # the paths are the copy's
         for key in [k for k in os.environ if k.endswith("_API_KEY")]:  # as the shell's environment above
             del os.environ[key]
-        os.environ.update(MAKE_EXPORTS)
+        if argv[0] == "make":  # what make puts in its recipes' environment
+            os.environ.update(doc_commands.make_exports())
         try:
             code = _mains(lines, printed)
         finally:
@@ -166,7 +167,6 @@ class Session:
         return Ran(shlex.join(argv), where, code, printed.getvalue())
 
 
-MAKE_EXPORTS = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # what the Makefile exports to its recipes
 # modules run in this process: ones that start no child process printing to this process's stdout
 IN_PROCESS = re.compile(r"^(harness\.run|analysis\..+)$")
 
@@ -247,17 +247,20 @@ def session(tmp_path_factory) -> tuple[Session, dict[str, Ran]]:
     session = Session(root, {}, [])
     outputs: dict[str, Ran] = {}
     seen: dict[tuple[str, ...], Ran] = {}
+
+    def once(cmd: DocCommand) -> Ran:  # `make simulated-memory` on several pages, README's recommend: run once
+        argv = session.prepared(cmd)
+        if tuple(argv) not in seen:
+            seen[tuple(argv)] = session.run(argv, cmd.where)
+        return seen[tuple(argv)]
+
     for cmd in COMMANDS:  # README.md first: the pages build on its runs
         if skip_reason(cmd) is None:
-            argv = session.prepared(cmd)
-            if tuple(argv) not in seen:  # `make simulated-memory` on several pages: once
-                seen[tuple(argv)] = session.run(argv, cmd.where)
-            outputs[str(cmd)] = seen[tuple(argv)]
+            outputs[str(cmd)] = once(cmd)
     for r in refusals(session):
         outputs[r.where] = r
     for what, command in (("README table", quoted_table()[0]), ("README recommend", quoted_advice()[0])):
-        outputs[what] = session.run(session.prepared(doc_commands.DocCommand("README.md:0", tuple(
-            shlex.split(command)))), what)
+        outputs[what] = once(DocCommand("README.md:0", tuple(shlex.split(command))))
     return session, outputs
 
 
