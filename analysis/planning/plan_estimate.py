@@ -56,7 +56,7 @@ def memory_block_tokens(strategy: str, memory: Optional[str], model: str, option
         return 0.0, "no memory"
     if strategy == "dynamic_cheatsheet":  # reads no artifact: its cheatsheet starts "(empty)" and grows online
         from strategies.budget import token_counter as counter
-        from strategies.dynamic_cheatsheet import EMPTY_CHEATSHEET
+        from strategies.cheatsheet import EMPTY_CHEATSHEET
 
         return float(counter(model)(f"<cheatsheet>\n{EMPTY_CHEATSHEET}\n</cheatsheet>")), \
             "the (empty) cheatsheet it starts from (it grows online; its curator calls are not in this estimate)"

@@ -8,7 +8,8 @@ offline on the scripted and simulated models.
 - AWM's induction: one workflow per distinct pair of first two tools of the tasks shown (at most 3), after
   `# Summary Workflows`;
 - Dynamic Cheatsheet's curator: the previous cheatsheet's entries, plus one for the episode's first tool (its count
-  raised when the entry is there already), between <cheatsheet> tags.
+  raised when the entry is there already), between <cheatsheet> tags; the retrieval-synthesis curator likewise,
+  with the first tool of the retrieved earlier episodes.
 They are templates, NOT learned lessons.
 """
 
@@ -23,6 +24,7 @@ from litellm import CustomLLM, ModelResponse
 from harness.serving.providers import Provider, register_provider
 from strategies.awm import INSTRUCTION as AWM_INSTRUCTION
 from strategies.awm import SUMMARY
+from strategies.dc_retrieval_synthesis import RS_CURATOR_SYSTEM
 from strategies.dynamic_cheatsheet import CURATOR_SYSTEM
 from strategies.reasoning_bank_prompts import JUDGE_SYSTEM
 from strategies.role_llm import SCRIPTED_DESIGNS
@@ -42,6 +44,8 @@ def answer(system: str, prompt: str) -> str:
         return _workflows(prompt.split("## Tasks to summarise", 1)[-1])
     if system.strip() == CURATOR_SYSTEM.strip():
         return _cheatsheet(prompt.split("## Previous cheatsheet", 1)[-1], tools)
+    if system.strip() == RS_CURATOR_SYSTEM.strip():  # the tools come from the retrieved earlier episodes
+        return _cheatsheet(prompt.split("## Notes for cheatsheet", 1)[0], tools)
     if system.strip() == JUDGE_SYSTEM.strip():
         return f"Thoughts: SCRIPTED judge: {len(tools)} distinct tools called.\nStatus: \"" \
                f"{'success' if tools else 'failure'}\""
