@@ -6,7 +6,7 @@ only), one induction call per benchmark domain (the reference: per website), tem
 an instruction plus a one-shot example; the model's workflows are read after `# Summary Workflows`. The strategy
 delivers every workflow as text at every step (the reference appends them to the system message). The workflows
 artifact (`_meta.kind: workflows`) is written by `make awm` (harness/memory/workflows.py). The online variant is
-not built (docs/strategies.md).
+`awm_online` (strategies/awm_online.py).
 """
 
 from __future__ import annotations
@@ -55,6 +55,12 @@ def parse_workflows(answer: str) -> list[str]:
     """The workflows written after `# Summary Workflows` (all of the answer when the heading is missing)."""
     text = answer.split(SUMMARY, 1)[-1] if SUMMARY in answer else answer
     return list(dict.fromkeys(" ".join(w.split()) for w in _WORKFLOW.findall(text)))
+
+
+def induction_prompt(lines: list[str]) -> str:
+    """The one-shot example, then each episode's condensed line (strategies/experiences.py) as task and actions."""
+    tasks = "\n\n".join(line.split(" | Last reply:")[0].replace(" | Actions:", "\nActions:") for line in lines)
+    return f"{ONE_SHOT}\n## Tasks to summarise\n\n{tasks}\n\n{SUMMARY}\n"
 
 
 def render_workflows(items: Sequence[Guideline], note: str = "") -> str:

@@ -42,7 +42,7 @@ def test_the_cli_refuses_a_bad_config_in_one_line_without_run_dir(runs_dir):
     process: the strategies it lists are exactly the installed ones (a test's in-process fakes are not)."""
     proc = run_cli("model=oracle", "strategy=bogus", "run_name=bad", runs_dir=runs_dir)
     assert proc.returncode == 2, proc.stderr[-2000:]
-    assert "strategy=bogus: no such choice; available: ace, ace_online, ace_retrieval, awm, core_only, " \
+    assert "strategy=bogus: no such choice; available: ace, ace_online, ace_retrieval, awm, awm_online, core_only, " \
            "core_retrieval, dynamic_cheatsheet, exp_rag, full, long_context, none, on_demand, placebo, " \
            "protocol_only, reasoning_bank\n" in proc.stderr
     assert proc.stderr.strip().count("\n") == 0, proc.stderr

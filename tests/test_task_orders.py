@@ -89,4 +89,5 @@ def test_the_plan_counts_every_order_of_an_online_learner_only():
     facts = {"orders": 3, "strategy_options": {}}
     assert (orders_of("ace_online", facts), orders_of("reasoning_bank", facts), orders_of("full", facts)) == (3, 3, 1)
     assert orders_of("reasoning_bank", {"orders": 3, "strategy_options": {"learn_online": False}}) == 1
+    assert (orders_of("dynamic_cheatsheet", facts), orders_of("awm_online", facts), orders_of("awm", facts)) == (3, 3, 1)
     assert orders_of("ace_online", {"orders": 1}) == 1

@@ -60,6 +60,9 @@ def memory_block_tokens(strategy: str, memory: Optional[str], model: str, option
 
         return float(counter(model)(f"<cheatsheet>\n{EMPTY_CHEATSHEET}\n</cheatsheet>")), \
             "the (empty) cheatsheet it starts from (it grows online; its curator calls are not in this estimate)"
+    if strategy == "awm_online":  # reads no artifact: no workflows until its first judged success
+        return 0.0, "no workflows at first (they are induced online; its judge and induction calls are not in this " \
+            "estimate)"
     if not memory or not Path(memory).is_file():
         return 0.0, "no artifact yet"
     from strategies import render_guidelines

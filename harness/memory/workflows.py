@@ -27,15 +27,10 @@ from foundation.terminal import wrap
 from harness.memory.build import TRAIN, BuildError, collect, load_trajectories, split_argv
 from harness.store import now_iso
 from strategies import Guideline, save_memory
-from strategies.awm import INSTRUCTION, KIND, MAX_TOKENS, ONE_SHOT, SUMMARY, TEMPERATURE, parse_workflows
+from strategies.awm import INSTRUCTION, KIND, MAX_TOKENS, TEMPERATURE, induction_prompt, parse_workflows
 from strategies.experiences import condense
 from strategies.prices import price_of
 from strategies.role_llm import SCRIPTED_DESIGNS, RoleLLM, role_model
-
-
-def induction_prompt(lines: list[str]) -> str:
-    tasks = "\n\n".join(line.split(" | Last reply:")[0].replace(" | Actions:", "\nActions:") for line in lines)
-    return f"{ONE_SHOT}\n## Tasks to summarise\n\n{tasks}\n\n{SUMMARY}\n"
 
 
 def build(run_dir: Path, out: Path, model: str | None = None) -> dict[str, Any]:

@@ -1,0 +1,99 @@
+"""`awm_online`: Agent Workflow Memory, online (Wang et al. 2024, arXiv 2409.07429; zorazrw/agent-workflow-memory
+webarena/pipeline.py, autoeval/, induce_prompt.py).
+
+Each trial stream starts with no workflows. After each of its episodes the model judges the episode from the
+trajectory alone (the reference's `--criteria autoeval` default: no ground truth); when it judges a success, the
+workflows are induced again from every episode of the stream judged successful so far and replace the old ones
+(the reference rewrites the workflow file), with the offline variant's instruction and one-shot example at the
+reference online induction's temperature 1.0 and max_tokens 2048. Every workflow is delivered at every step.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional
+
+from strategies.awm import INSTRUCTION, induction_prompt, parse_workflows, render_workflows
+from strategies.base import Delivery, Gold, Guideline, Rerun, StepView, StrategyBase, TaskView, Trajectory
+from strategies.budget import budget_option, fit_budget, token_counter
+from strategies.experiences import condense
+from strategies.reasoning_bank_prompts import JUDGE_SYSTEM, parse_status, user_turn
+from strategies.registry import StrategyContext
+from strategies.role_llm import RoleLLM, role_model
+
+ONLINE_TEMPERATURE, ONLINE_MAX_TOKENS = 1.0, 2048  # webarena/induce_prompt.py llm_generate
+
+
+@dataclass
+class AwmOnline(StrategyBase):
+    name: str = "awm_online"
+    known_options = ("model", "budget_tokens")
+    uses_memory = False  # starts from no workflows and learns online: memory= is not read
+    trial_streams = True
+    learns_online: bool = True
+    llm: Optional[RoleLLM] = None
+    count_tokens: Optional[Callable[[str], int]] = field(default=None, repr=False)
+    _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
+    _streams: dict[int, "AwmOnline"] = field(init=False, repr=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.validate_options(dict(self.options))
+        self.count_tokens = self.count_tokens or token_counter(None)
+        self._solved: list[tuple[str, str]] = []  # (task id, condensed episode) judged successful, in stream order
+        self.workflows: tuple[Guideline, ...] = ()
+        self._delivery = self._fit()
+
+    def _fit(self) -> Delivery:
+        assert self.count_tokens is not None
+        return fit_budget(self.workflows, [0] * len(self.workflows), render_workflows, self.count_tokens,
+                          budget_option(self.name, self.options), noun="workflows")
+
+    def deliver(self, task: TaskView, step: StepView) -> Delivery:
+        with self._lock:
+            return self._delivery
+
+    def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
+              samples: Optional[int] = None) -> Mapping[str, Any]:
+        assert self.llm is not None, "awm_online learns only when built with a model (create)"
+        if not parse_status(self.llm.ask(JUDGE_SYSTEM, user_turn(trajectory), "awm_judge")):
+            return {"awm_judged_success": False, "awm_workflows": len(self.workflows)}
+        with self._lock:
+            solved = [*self._solved, (trajectory.task.task_id, condense(trajectory))]
+        inducer = RoleLLM(self.llm.model, {**self.llm.kwargs, "temperature": ONLINE_TEMPERATURE,
+                                           "max_tokens": ONLINE_MAX_TOKENS}, self.llm.completion, self.llm.usage)
+        found = parse_workflows(inducer.ask(INSTRUCTION, induction_prompt([line for _, line in solved]),
+                                            "awm_induction"))
+        sources = tuple(dict.fromkeys(task_id for task_id, _ in solved))
+        with self._lock:
+            self._solved = solved
+            if found:  # an answer with no workflow keeps the ones there are
+                self.workflows = tuple(Guideline(id=f"awm-{i}", text=w, support=len(sources), source_task_ids=sources)
+                                       for i, w in enumerate(found, start=1))
+                self._delivery = self._fit()
+            return {"awm_judged_success": True, "awm_workflows": len(self.workflows)}
+
+    def for_trial(self, trial: int) -> "AwmOnline":
+        if trial == 0:
+            return self
+        with self._lock:  # each trial its own stream from no workflows
+            if trial not in self._streams:
+                self._streams[trial] = AwmOnline(options=dict(self.options), llm=self.llm,
+                                                 count_tokens=self.count_tokens)
+            return self._streams[trial]
+
+    @classmethod
+    def validate_options(cls, options: dict[str, Any]) -> None:
+        unknown = set(options) - set(cls.known_options)
+        if unknown:
+            raise ValueError(f"awm_online: unknown option(s) {sorted(unknown)}")
+        model = options.get("model")
+        if model is not None and not (isinstance(model, str) and model):
+            raise ValueError(f"awm_online: option 'model' must be a model string or null, got {model!r}")
+        budget_option(cls.name, options)
+
+    @classmethod
+    def create(cls, ctx: StrategyContext) -> "AwmOnline":
+        model = ctx.options.get("model")
+        return cls(options=dict(ctx.options), count_tokens=token_counter(ctx.model),
+                   llm=RoleLLM(role_model(model, ctx.model), dict(ctx.model_kwargs) if not model else {}))
