@@ -122,3 +122,21 @@ def test_retrieval_synthesis_runs_on_the_simulated_world_one_curator_call_per_ep
     assert len(rows) == 3 and all(r["usage"]["strategy"]["calls"] == 1 for r in rows)
     by_task = {r["task_id"]: r for r in rows}  # the stream's first task has nothing earlier: "(empty)" stays
     assert by_task["5"]["memory_tokens"] == 0 < by_task["9"]["memory_tokens"] and by_task["12"]["memory_tokens"] > 0
+
+
+@pytest.mark.parametrize("variant", ["cumulative", "retrieval_synthesis"])
+def test_a_label_never_reaches_the_curator(variant):
+    # the runner hides rewards from a strategy that declares no ground truth; were one passed, the prompt is the same
+    def prompts(reward, success):
+        curator = Curator(["<cheatsheet>\nx\n</cheatsheet>"] * 2)
+        dc = _rs(curator) if variant == "retrieval_synthesis" else DynamicCheatsheet(
+            llm=RoleLLM("scripted/x", completion=curator))
+        done = _done("1", "exchange the red shoes", "get_order")
+        dc.learn(Trajectory(task=done.task, messages=done.messages, reward=reward, success=success,
+                            feedback="gold: refund 42"))
+        dc.deliver(TaskView("b", "2", "exchange the blue shoes"), StepView(0))
+        return [user for _, user, _ in curator.seen]
+
+    unlabelled = prompts(None, None)
+    assert unlabelled and unlabelled == prompts(1.0, True) == prompts(0.0, False)
+    assert not any("refund 42" in p or "reward" in p.lower() for p in unlabelled)
