@@ -133,7 +133,7 @@ def validate(job_overrides: list[list[str]]) -> None:
     GlobalHydra.instance().clear()
 
 
-@hydra.main(config_path="../configs", config_name="config", version_base=None)
+@hydra.main(config_path=CONFIG_DIR, config_name="config", version_base=None)  # absolute: also run in-process
 def _job(cfg: DictConfig) -> Any:
     from harness.serving.faults import ProviderUnusable
     from harness.runner import run_job

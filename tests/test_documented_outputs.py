@@ -26,7 +26,6 @@ import io
 import json
 import os
 import re
-import runpy
 import shlex
 import shutil
 import subprocess
@@ -167,8 +166,9 @@ class Session:
         return Ran(shlex.join(argv), where, code, printed.getvalue())
 
 
-# modules run in this process: ones that start no child process printing to this process's stdout
-IN_PROCESS = re.compile(r"^(harness\.run|analysis\..+)$")
+# modules run in this process: ones that start no child process printing to this process's stdout (the memory
+# builders run their collection through harness.run's entry in their own process)
+IN_PROCESS = re.compile(r"^(harness\.run|harness\.memory\..+|harness\.import_tau2|analysis\..+)$")
 
 
 def _mains(lines: list[list[str]], printed: io.StringIO) -> int:
@@ -188,12 +188,8 @@ def _mains(lines: list[list[str]], printed: io.StringIO) -> int:
 
 
 def _main(module: str, args: list[str]) -> int:
-    if not module.startswith("analysis."):  # Hydra finds configs/ from the file `python -m` runs as __main__
-        sys.argv = [module, *args]
-        with warnings.catch_warnings():  # harness.run already imported (by an earlier test): run again, as __main__
-            warnings.filterwarnings("ignore", r".*found in sys.modules", RuntimeWarning)
-            runpy.run_module(module, run_name="__main__", alter_sys=True)
-        return 0
+    """What `python -m module args` runs: the module's main (harness.run's hands Hydra its arguments in sys.argv)."""
+    sys.argv = [module, *args]
     return importlib.import_module(module).main(args) or 0
 
 
