@@ -48,11 +48,18 @@ def signed_pct(v) -> str:
     return "-" if missing(v) else f"{v:+.0f}%"
 
 
+def signed(v, digits: int = 1) -> str:
+    """A signed difference, '-3.8': the one rounding of every printed Δ. The same pair's Δ reaches a view by
+    different sums (a mean of differences, a difference of means) that disagree in the last bits (-3.7499999 vs
+    -3.7500001); rounding to 9 places first makes them one number, so each view prints the same digits."""
+    return f"{round(float(v), 9) + 0.0:+.{digits}f}"  # + 0.0: no '-0.0'
+
+
 def points(v, lo=None, hi=None) -> str:
     """A difference in percentage points, with its CI when given: '+3.8 pts [-2.5, +10.0]'."""
     if missing(v):
         return "-"
-    return f"{v:+.1f} pts" if missing(lo) else f"{v:+.1f} pts [{lo:+.1f}, {hi:+.1f}]"
+    return f"{signed(v)} pts" if missing(lo) else f"{signed(v)} pts [{signed(lo)}, {signed(hi)}]"
 
 
 def arrow(before: str, after: str, change: str) -> str:

@@ -163,8 +163,8 @@ def decision(pilot: pd.DataFrame, strategies: list[str], trials: int,
             continue
         v = power.pair_variance(mine, base)
         n = v.tasks_needed(delta_pts / 100, trials)
-        lines.append(f"{s} vs none: {n} tasks × {trials} trials (pilot: Δ {100 * v.delta:+.1f} pts on {v.n} tasks, "
-                     f"sd of the per-task difference {math.sqrt(v.var_d(trials)):.2f})")
+        lines.append(f"{s} vs none: {n} tasks × {trials} trials (pilot: Δ {fmt.signed(100 * v.delta)} pts on "
+                     f"{v.n} tasks, sd of the per-task difference {math.sqrt(v.var_d(trials)):.2f})")
         need = max(need, n)
     return (need or None), lines
 

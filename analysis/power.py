@@ -114,8 +114,8 @@ def infra_lines(records: pd.DataFrame, delta_table: pd.DataFrame) -> list[str]:
     for _, r in delta_table.dropna(subset=["Δ_pts"]).iterrows():
         key = (*(r[c] for c in CELL), r["strategy"])
         if key in other.index and not fmt.missing(other.loc[key, "Δ_pts"]):
-            lines.append(f"{r['strategy']} vs none: Δ {r['Δ_pts']:+.1f} points with infra counted as failures "
-                         f"(the default), {other.loc[key, 'Δ_pts']:+.1f} with infra excluded")
+            lines.append(f"{r['strategy']} vs none: Δ {fmt.signed(r['Δ_pts'])} points with infra counted as failures "
+                         f"(the default), {fmt.signed(other.loc[key, 'Δ_pts'])} with infra excluded")
     return lines
 
 
@@ -130,7 +130,7 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
         if col in shown:
             shown[col] = shown[col].map(lambda v: "-" if fmt.missing(v) else f"{v:.3f}")
     if "Δ_pts" in shown:
-        shown["Δ_pts"] = shown["Δ_pts"].map(lambda v: "-" if fmt.missing(v) else f"{v:+.1f}")
+        shown["Δ_pts"] = shown["Δ_pts"].map(lambda v: "-" if fmt.missing(v) else fmt.signed(v))
     if "p" in shown:
         shown["p"] = shown["p"].map(fmt.pvalue)
     if "MDΔ_pts" in shown:

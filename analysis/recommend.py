@@ -77,7 +77,7 @@ def harm_line(cell: pd.DataFrame, choice: str | None, exclude: tuple[str, ...] =
     return (f"Harm: `{choice}` harmed {len(e.harmed)} of {e.tasks} tasks that `none` solved ({', '.join(e.harmed)}), "
             f"by the per-task rule of docs/robustness.md; trial noise alone would list about {e.chance:.1f} at "
             f"{trials}: {'harm is concentrated' if v.concentrated else 'within chance'}. Against `none` its "
-            f"mean Δ is {v.delta_pts:+.1f} points ({mean})" + (f"; {reading}" if reading else "") +
+            f"mean Δ is {fmt.signed(v.delta_pts)} points ({mean})" + (f"; {reading}" if reading else "") +
             ". Look at them (make tables: task_effects.md) before deploying.")
 
 
