@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
+from typing import NoReturn
 
 import pandas as pd
 
@@ -89,9 +91,33 @@ def simulated_banner(models) -> str:
                 f"language model; its numbers check the measuring chain (docs/simulated-world.md).")
 
 
-def refuse(prog: str, why: object) -> None:
-    """Why a command refuses its input, `memdeliv <prog>: ...` on stderr, wrapped to WIDTH (the caller exits 2)."""
-    print(wrap(f"memdeliv {prog}: {why}"), file=sys.stderr)
+def refuse(command: str, why: object) -> None:
+    """Why a command refuses its input, `memdeliv <command>: ...` on stderr, wrapped to WIDTH (the caller exits 2):
+    the one prefix of every analysis command's refusal, `command` its make target (table, tables, report, view)."""
+    print(wrap(f"memdeliv {command}: {why}"), file=sys.stderr)
+
+
+class CommandParser(argparse.ArgumentParser):
+    """argparse for an analysis command: a bad argument is one `refuse` line and exit 2, not a usage block."""
+
+    def __init__(self, command: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.command = command
+
+    def error(self, message: str) -> NoReturn:
+        refuse(self.command, message)
+        raise SystemExit(2)
+
+
+def margin_points(text: str) -> float:
+    """An argparse type for a margin in points (--delta, make's DELTA=): a number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"expected a number of points above 0, e.g. 5 (make: DELTA=5); got {text!r}")
+    return value
 
 
 def drop_constant(df: pd.DataFrame, columns=("benchmark", "split", "assembly")) -> pd.DataFrame:

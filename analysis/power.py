@@ -145,20 +145,17 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis.power", description=__doc__,
+    parser = fmt.CommandParser("power", prog="python -m analysis.power", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="*", help="pilot run directories (or results.jsonl files)")
     parser.add_argument("--profile", help="instead of runs: the simulated world's profile (strong | small)")
     parser.add_argument("--world", default="runs/memory/simulated/memory.jsonl", help="with --profile")
     parser.add_argument("--limit", type=int, default=40, help="with --profile: tasks")
     parser.add_argument("--trials", type=int, default=4, help="with --profile: trials per task")
-    parser.add_argument("--delta", type=float, default=5.0, help="the Δ (points) to plan for")
+    parser.add_argument("--delta", type=fmt.margin_points, default=5.0, help="the Δ (points) to plan for")
     add_pool_option(parser)
     identity.add_shared_tasks_option(parser)
     args = parser.parse_args(argv)
-    if args.delta <= 0:
-        print("memdeliv power: --delta must be > 0 (points)", file=sys.stderr)
-        return 2
     above: list[str] = []
     below: list[str] = []
     if args.profile:

@@ -91,12 +91,12 @@ def _conventions(default: Recommendation, excluded: Recommendation) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis.recommend", description=__doc__,
+    parser = fmt.CommandParser("recommend", prog="python -m analysis.recommend", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", help="run directories (or results.jsonl files)")
     parser.add_argument("--k", type=int, default=1, help="rank on Pass^k (1 = success rate)")
     parser.add_argument("--by", default="tokens", choices=("tokens", "cost"), help="price per task in")
-    parser.add_argument("--delta", type=float, default=5.0,
+    parser.add_argument("--delta", type=fmt.margin_points, default=5.0,
                         help="the margin (points): how far below the best a cheaper strategy may be")
     parser.add_argument("--model", help="only models whose name contains this (e.g. simulated)")
     parser.add_argument("--amortise-over", type=int, metavar="N",

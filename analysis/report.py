@@ -172,7 +172,7 @@ def render(result: Analysis, runs: list[str], experiment: str | None = None, plo
 
 
 def main(argv: list[str] | None = None) -> int:
-    args, out, result = cli(__doc__, argv, "analysis/report.html")
+    args, out, result = cli("report", __doc__, argv, "analysis/report.html")
     if result is None:
         return 2
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,6 @@ files and plots).
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from analysis import fmt
@@ -21,7 +20,7 @@ from analysis.views import orders
 from analysis.views.displays import COMPACT_NOTE, compact_display, markdown, scenario_warnings, strategies_display
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = fmt.CommandParser("table", description=__doc__)
     parser.add_argument("runs", nargs="+", help="run directories or results.jsonl files")
     parser.add_argument("--exclude", action="append", default=[], metavar="LABEL",
                         help="leave this error label out of the rates (repeatable, e.g. infra; labelled non-default)")

@@ -192,9 +192,10 @@ def exclusions(labels: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*EXCLUDED, *labels]))
 
 
-def cli(doc: str, argv: list[str] | None, default_out: str) -> tuple[argparse.Namespace, Path, Analysis | None]:
+def cli(command: str, doc: str, argv: list[str] | None,
+        default_out: str) -> tuple[argparse.Namespace, Path, Analysis | None]:
     """The arguments `tables` and `report` share; the analysis, or None after printing why it failed."""
-    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = fmt.CommandParser(command, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", help="run directories (or results.jsonl files)")
     parser.add_argument("--experiment", help="an experiment config name (configs/experiment/<name>.yaml) "
                                              "whose IBM view to add, e.g. ibm_tau2")
@@ -220,12 +221,12 @@ def cli(doc: str, argv: list[str] | None, default_out: str) -> tuple[argparse.Na
                                   amortise_over=args.amortise_over, pool_runs=args.pool_runs,
                                   shared_tasks=args.shared_tasks)
     except (FileNotFoundError, ValueError) as exc:
-        fmt.refuse(parser.prog, exc)
+        fmt.refuse(command, exc)
         return args, out, None
 
 
 def main(argv: list[str] | None = None) -> int:
-    args, out, result = cli(__doc__, argv, "analysis")
+    args, out, result = cli("tables", __doc__, argv, "analysis")
     if result is None:
         return 2
     written = write(result, out, plot=not args.no_plots)

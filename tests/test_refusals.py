@@ -1,0 +1,41 @@
+"""Refusals as a user meets them through make: one line, exit 2, and every analysis command's line starts with the
+same prefix, `memdeliv <target>:` (analysis.fmt.refuse; argparse's own usage block never shows)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from conftest import HUNG_S, REPO, unwrapped
+
+
+def make(*args: str) -> subprocess.CompletedProcess:
+    """`make <args>` in the checkout, the venvs not rebuilt (-o setup); stderr without make's own `***` line."""
+    proc = subprocess.run(["make", "--no-print-directory", "-o", "setup", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=HUNG_S)
+    proc.stderr = unwrapped("".join(line for line in proc.stderr.splitlines(keepends=True)
+                                    if not line.startswith("make: ***")))
+    return proc
+
+
+@pytest.mark.parametrize("target", ["table", "tables", "recommend", "power", "report", "view"])
+def test_a_missing_run_is_one_line_with_the_shared_prefix(target, tmp_path):
+    proc = make(target, f"RUNS={tmp_path}/nope")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr == f"memdeliv {target}: no run directory or results.jsonl at {tmp_path}/nope\n"
+
+
+def test_a_margin_that_is_no_number_is_one_line_naming_it(tmp_path):
+    proc = make("recommend", f"RUNS={tmp_path}/nope", "DELTA=abc")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr == ("memdeliv recommend: argument --delta: expected a number of points above 0, e.g. 5 "
+                           "(make: DELTA=5); got 'abc'\n")
+
+
+def test_a_stray_comma_in_strategies_is_one_line_naming_it(tmp_path):
+    proc = make("sweep", "MODEL=simulated", "STRATEGIES=none,", "RUN=refused", f"ARGS=runs_dir={tmp_path}")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr == ("memdeliv: config error: strategy=none,: an empty name in the comma list (a stray comma); "
+                           "expected names separated by single commas, e.g. strategy=none\n")
+    assert not (tmp_path / "refused").exists()
