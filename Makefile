@@ -35,6 +35,9 @@ EXPERIENCE_ARGS = $(foreach s,$(filter exp_rag long_context,$(subst $(comma), ,$
 	+memory_by_strategy.reasoning_bank=$(REASONING_BANK)) \
 	$(if $(filter awm,$(subst $(comma), ,$(STRATEGIES))),+memory_by_strategy.awm=$(AWM))
 RUNS        ?= runs/$(RUN)
+# what the analysis targets read: RUNS=, or runs/$(RUN) when RUN= is given; neither given, nothing (the command
+# then asks for RUNS= naming the latest run, instead of reading a timestamp directory nobody made)
+ANALYSED     = $(if $(filter-out file,$(origin RUNS) $(origin RUN)),$(RUNS))
 EXPERIMENT  ?=
 MODEL_MAP   ?=
 # analysis views: EXCLUDE=infra leaves those error labels out of the rates (non-default, labelled); POOL=1 counts
@@ -208,10 +211,10 @@ PROFILE   ?=
 BY        ?= tokens
 AMORTISE  ?=
 power: setup
-	$(PY) -m analysis.power $(if $(PROFILE),--profile $(PROFILE),$(RUNS) $(if $(POOL),--pool-runs) $(if $(SHARED_TASKS),--shared-tasks)) \
+	$(PY) -m analysis.power $(if $(PROFILE),--profile $(PROFILE),$(ANALYSED) $(if $(POOL),--pool-runs) $(if $(SHARED_TASKS),--shared-tasks)) \
 		--delta $(DELTA) $(if $(TRIALS),--trials $(TRIALS))
 recommend: setup
-	$(PY) -m analysis.recommend $(RUNS) --k $(K) --by $(BY) --delta $(DELTA) $(if $(filter command line,$(origin MODEL)),--model $(MODEL)) \
+	$(PY) -m analysis.recommend $(ANALYSED) --k $(K) --by $(BY) --delta $(DELTA) $(if $(filter command line,$(origin MODEL)),--model $(MODEL)) \
 		$(if $(AMORTISE),--amortise-over $(AMORTISE)) $(if $(POOL),--pool-runs) $(if $(SHARED_TASKS),--shared-tasks)
 
 # What a sweep would cost, before it runs (docs/cost.md): per strategy the episodes left (RUN= an existing run:
@@ -229,17 +232,17 @@ plan: setup
 	rc=$$?; rm -f $$facts; exit $$rc
 
 table: setup
-	$(PY) -m analysis.table $(RUNS) $(VIEW_ARGS) $(if $(WIDE),--wide)
+	$(PY) -m analysis.table $(ANALYSED) $(VIEW_ARGS) $(if $(WIDE),--wide)
 
 # Markdown + CSV tables and plots into <first run>/analysis/; EXPERIMENT=ibm_tau2 adds IBM's published rows,
 # MODEL_MAP='-=memdeliv-scripted/oracle' compares them with a model the experiment config does not name
 tables: setup
-	$(PY) -m analysis.tables $(RUNS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
+	$(PY) -m analysis.tables $(ANALYSED) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
 		$(foreach m,$(MODEL_MAP),--model-map='$(m)') $(VIEW_ARGS)
 
 # one self-contained HTML page (tables + embedded plots): <first run>/analysis/report.html
 report: setup
-	$(PY) -m analysis.report $(RUNS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
+	$(PY) -m analysis.report $(ANALYSED) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
 		$(foreach m,$(MODEL_MAP),--model-map='$(m)') $(VIEW_ARGS)
 
 # The episode viewer (docs/viewer.md): list, episode and compare pages on 127.0.0.1 (port 8765 when free, else
@@ -247,7 +250,7 @@ report: setup
 RUNS2 ?=
 PORT  ?=
 view: setup
-	$(PY) -m analysis.viewer $(RUNS) $(RUNS2) $(if $(PORT),--port $(PORT))
+	$(PY) -m analysis.viewer $(ANALYSED) $(RUNS2) $(if $(PORT),--port $(PORT))
 
 # Round trips with tau2-bench's results files (docs/tau2-files.md). export-tau2: one file per τ² cell into
 # <first run>/analysis/tau2/ (`tau2 view --dir` opens them). import-tau2: FILE as a `none` cell of runs/$(RUN)
@@ -255,7 +258,7 @@ view: setup
 FILE     ?=
 DATA_DIR ?=
 export-tau2: setup
-	$(PY) -m analysis.export_tau2 $(RUNS) $(if $(POOL),--pool-runs)
+	$(PY) -m analysis.export_tau2 $(ANALYSED) $(if $(POOL),--pool-runs)
 import-tau2: setup
 	$(PY) -m harness.import_tau2 $(FILE) --run $(RUN) $(if $(filter command line,$(origin SPLIT)),--split $(SPLIT)) \
 		$(if $(DATA_DIR),--data-dir $(DATA_DIR))

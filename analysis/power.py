@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 
 import numpy as np
 import pandas as pd
@@ -182,8 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             f"Tasks needed for Δ = {args.delta:g} points, with the {sizing.SPAN[0]}th-{sizing.SPAN[1]}th percentile "
             "of a bootstrap over these tasks (a pilot's figure moves that much):"), *ranges] if ranges else [])
     else:
-        print("memdeliv power: give pilot run directories (RUNS=) or --profile strong|small (PROFILE=)",
-              file=sys.stderr)
+        fmt.refuse("power", "give pilot run directories (RUNS=runs/<run>) or --profile strong|small (PROFILE=)")
         return 2
     shown = display(table)
     same = [c for c in ("benchmark", "split", "assembly", "model") if c in shown and shown[c].nunique() <= 1]

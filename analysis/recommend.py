@@ -26,6 +26,7 @@ from analysis import fmt, power
 from analysis.decision import Recommendation, decide
 from analysis.runs import identity
 from analysis.runs.load import add_pool_option
+from analysis.runs.named import runs_named
 from analysis.statistics import harm, infra, stats
 from analysis.statistics.metrics import BASELINE, CELL, INFRA, on_common_pairs, valid, with_assembly
 from analysis.statistics.verdict import SHOWN
@@ -93,7 +94,7 @@ def _conventions(default: Recommendation, excluded: Recommendation) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = fmt.CommandParser("recommend", prog="python -m analysis.recommend", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs", nargs="+", help="run directories (or results.jsonl files)")
+    parser.add_argument("runs", nargs="*", help="run directories (or results.jsonl files)")
     parser.add_argument("--k", type=int, default=1, help="rank on Pass^k (1 = success rate)")
     parser.add_argument("--by", default="tokens", choices=("tokens", "cost"), help="price per task in")
     parser.add_argument("--delta", type=fmt.margin_points, default=5.0,
@@ -104,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     add_pool_option(parser)
     identity.add_shared_tasks_option(parser)
     args = parser.parse_args(argv)
+    if not runs_named("recommend", args.runs):
+        return 2
     from analysis.runs.load import load_records
 
     try:

@@ -13,6 +13,7 @@ from analysis import fmt
 from analysis.fmt import plain, simulated_banner, wrap
 from analysis.runs import identity, task_sets
 from analysis.runs.load import add_pool_option, load_for_command
+from analysis.runs.named import runs_named
 from analysis.statistics import infra
 from analysis.statistics.metrics import infra_imbalance
 from analysis.tables import exclusions, notes, summary_of, view_line
@@ -21,7 +22,7 @@ from analysis.views.displays import COMPACT_NOTE, compact_display, markdown, sce
 
 def main(argv: list[str] | None = None) -> int:
     parser = fmt.CommandParser("table", description=__doc__)
-    parser.add_argument("runs", nargs="+", help="run directories or results.jsonl files")
+    parser.add_argument("runs", nargs="*", help="run directories or results.jsonl files")
     parser.add_argument("--exclude", action="append", default=[], metavar="LABEL",
                         help="leave this error label out of the rates (repeatable, e.g. infra; labelled non-default)")
     parser.add_argument("--amortise-over", type=int, metavar="N",
@@ -31,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     add_pool_option(parser)
     identity.add_shared_tasks_option(parser)
     args = parser.parse_args(argv)
+    if not runs_named("table", args.runs):
+        return 2
     try:
         exclude = exclusions(args.exclude)
     except ValueError as exc:  # an unknown label

@@ -39,3 +39,30 @@ def test_a_stray_comma_in_strategies_is_one_line_naming_it(tmp_path):
     assert proc.stderr == ("memdeliv: config error: strategy=none,: an empty name in the comma list (a stray comma); "
                            "expected names separated by single commas, e.g. strategy=none\n")
     assert not (tmp_path / "refused").exists()
+
+
+@pytest.mark.parametrize("target", ["recommend", "report"])
+def test_no_run_named_asks_for_runs_naming_the_latest_not_a_timestamp(target, tmp_path):
+    """Neither RUNS= nor RUN= given: the Makefile's RUN default is the time now, a directory nobody made; the
+    command asks for RUNS= and names the latest run here (runs/<run>/results.jsonl changed last), or says there is
+    none."""
+    import os
+    import sys
+    import time
+
+    def run() -> subprocess.CompletedProcess:
+        proc = subprocess.run(["make", "--no-print-directory", "-s", "-o", "setup", "-f", str(REPO / "Makefile"),
+                               target, f"PY={sys.executable}"], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=HUNG_S, env={**os.environ, "PYTHONPATH": str(REPO)})
+        return proc
+
+    proc = run()
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.splitlines()[0] == (f"memdeliv {target}: which run? name it with RUNS=runs/<run> (several: "
+                                           "RUNS=\"runs/a runs/b\"); runs/ holds none yet: `make sweep` makes one")
+    for name, age in (("older", 100), ("newer", 10), ("memory", 1)):
+        (tmp_path / "runs" / name).mkdir(parents=True)
+        if name != "memory":  # a memory artifact's folder holds no results.jsonl
+            (tmp_path / "runs" / name / "results.jsonl").write_text("")
+            os.utime(tmp_path / "runs" / name / "results.jsonl", (time.time() - age,) * 2)
+    assert unwrapped(run().stderr).splitlines()[0].endswith("; the latest here is RUNS=runs/newer")

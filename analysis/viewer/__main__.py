@@ -14,6 +14,7 @@ from werkzeug.serving import make_server
 
 from analysis import fmt
 from analysis.runs.load import RunsOverlap
+from analysis.runs.named import runs_named
 from analysis.viewer.app import create_app
 from analysis.viewer.episodes import EpisodeIndex
 
@@ -33,9 +34,11 @@ def free_port(preferred: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = fmt.CommandParser("view", prog="python -m analysis.viewer", description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+", help="run directories (or folders holding them)")
+    parser.add_argument("runs", nargs="*", help="run directories (or folders holding them)")
     parser.add_argument("--port", type=int, default=None, help=f"port on {HOST} (default {DEFAULT_PORT} if free)")
     args = parser.parse_args(argv)
+    if not runs_named("view", args.runs):
+        return 2
     started = time.perf_counter()
     try:
         index = EpisodeIndex(args.runs)
