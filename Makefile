@@ -50,11 +50,13 @@ VIEW_ARGS    = $(foreach l,$(EXCLUDE),--exclude $(l)) $(if $(POOL),--pool-runs) 
 
 # MODEL is a configs/model/<name>.yaml or any LiteLLM model string
 MODEL_ARGS = $(if $(wildcard configs/model/$(MODEL).yaml),model=$(MODEL),model=litellm model.name=$(MODEL))
+# ARGS comes last: of two overrides of one key Hydra keeps the later, so a key given in ARGS (memory=null) wins
+# over the default this Makefile sets for it
 SWEEP_ARGS = $(MODEL_ARGS) strategy=$(STRATEGIES) benchmark=$(BENCH) benchmark.split=$(SPLIT) \
 	$(if $(LIMIT),benchmark.limit=$(LIMIT)) $(if $(TRIALS),benchmark.trials=$(TRIALS)) \
-	$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS)) $(EXPERIENCE_ARGS) $(ARGS) \
+	$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS)) $(EXPERIENCE_ARGS) \
 	$(if $(CONCURRENCY),concurrency=$(CONCURRENCY)) $(if $(MEMORY),memory=$(MEMORY)) run_name=$(RUN) \
-	$(if $(BUDGET),budget_usd=$(BUDGET))
+	$(if $(BUDGET),budget_usd=$(BUDGET)) $(ARGS)
 
 # make memory learns from the whole train split unless LIMIT is given on the command line; a SPLIT given there
 # is passed on so that build_memory can refuse anything but train.
