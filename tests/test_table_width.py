@@ -41,10 +41,36 @@ def test_a_locally_served_model_is_not_labelled_as_openai(tmp_path):
     from analysis import load_records
 
     rows = [{"run": "r", "job": f"b/test/openai/smollm2-135m-instruct.q4_1/{s}", "benchmark": "b", "split": "test",
-             "model": "openai/smollm2-135m-instruct.q4_1", "strategy": s, "task_id": "1", "trial": 0,
-             "success": False, "error": None, **extra}
+             "model": "openai/smollm2-135m-instruct.q4_1", "user_model": "openai/smollm2-135m-instruct.q4_1",
+             "strategy": s, "task_id": "1", "trial": 0, "success": False, "error": None, **extra}
             for s, extra in (("none", {"model_server": "local llama.cpp"}), ("full", {}))]
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    models = load_records([tmp_path]).set_index("strategy")["model"]
-    assert models["none"] == "smollm2-135m-instruct.q4_1 (local llama.cpp)"
-    assert models["full"] == "openai/smollm2-135m-instruct.q4_1"  # no marker: a real provider route stays as is
+    models = load_records([tmp_path]).set_index("strategy")[["model", "user_model"]]
+    # the user simulator on the same served model is named as the agent is, not `openai/...` beside it
+    assert list(models.loc["none"]) == ["smollm2-135m-instruct.q4_1 (local)"] * 2
+    assert list(models.loc["full"]) == ["openai/smollm2-135m-instruct.q4_1"] * 2  # a real provider route stays
+
+
+def test_the_default_sweeps_table_has_one_line_per_row_within_160_columns(tmp_path, capsys):
+    """`make sweep` with no arguments: the local served model, 1 task, the four strategies on the sample memory
+    (`[unknown provenance]`), each episode cut at max_steps. Its model cell used to wrap onto a second line."""
+    import json
+
+    from analysis import table
+
+    model = "openai/smollm2-135m-instruct.q4_1"
+    rows = [{"run": "r", "job": f"tau2_retail/test/{model}/{s}", "benchmark": "tau2_retail", "split": "test",
+             "model": model, "user_model": model, "model_server": "local llama.cpp", "strategy": s, "task_id": "0",
+             "trial": 0, "success": False, "error": "max_steps", "prompt_tokens": 123_456, "completion_tokens": 2_345,
+             "memory_tokens": 0 if s == "none" else 45_678, "steps": 10,
+             "memory": None if s == "none" else str(SAMPLE_MEMORY),
+             "memory_provenance": None if s == "none" else "unknown provenance"}
+            for s in ("none", "full", "core_retrieval", "ace")]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    capsys.readouterr()
+    assert table.main([str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) <= WIDTH
+    header = next(i for i, line in enumerate(lines) if line.startswith("model "))
+    body = lines[header + 2:lines.index("", header)]
+    assert [line.split("  ")[0] for line in body] == ["smollm2-135m-instruct.q4_1 (local)"] * 4, body
