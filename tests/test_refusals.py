@@ -23,19 +23,20 @@ def make(*args: str) -> subprocess.CompletedProcess:
 def test_a_missing_run_is_one_line_with_the_shared_prefix(target, tmp_path):
     proc = make(target, f"RUNS={tmp_path}/nope")
     assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stdout == ""  # make echoes no command line (nor a stray `\` line of its continuations)
     assert proc.stderr == f"memdeliv {target}: no run directory or results.jsonl at {tmp_path}/nope\n"
 
 
 def test_a_margin_that_is_no_number_is_one_line_naming_it(tmp_path):
     proc = make("recommend", f"RUNS={tmp_path}/nope", "DELTA=abc")
-    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
     assert proc.stderr == ("memdeliv recommend: argument --delta: expected a number of points above 0, e.g. 5 "
                            "(make: DELTA=5); got 'abc'\n")
 
 
 def test_a_stray_comma_in_strategies_is_one_line_naming_it(tmp_path):
     proc = make("sweep", "MODEL=simulated", "STRATEGIES=none,", "RUN=refused", f"ARGS=runs_dir={tmp_path}")
-    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
     assert proc.stderr == ("memdeliv: config error: strategy=none,: an empty name in the comma list (a stray comma); "
                            "expected names separated by single commas, e.g. strategy=none\n")
     assert not (tmp_path / "refused").exists()
