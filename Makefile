@@ -159,7 +159,7 @@ test: lint
 sweep: setup
 	@$(PY) -m harness.run -m $(SWEEP_ARGS)
 	@echo
-	@$(PY) -m analysis.table runs/$(RUN) $(if $(WIDE),--wide)
+	@$(PY) -m analysis.table runs/$(RUN) $(if $(WIDE),--wide) --short-legend
 	@echo "run directory: runs/$(RUN)"
 
 # FROM=<tau2 results file>: learn from its trajectories (train-split tasks only) instead of collecting a run

@@ -29,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="deployment tasks sharing the one-off memory-building cost (default: episodes evaluated)")
     parser.add_argument("--wide", action="store_true",
                         help="every column (prompt / cached / completion tokens, build cost, ...), as `make tables`")
+    parser.add_argument("--short-legend", action="store_true",
+                        help="a two-line legend that points to the full one (the end of `make sweep`)")
     add_pool_option(parser)
     identity.add_shared_tasks_option(parser)
     args = parser.parse_args(argv)
@@ -56,8 +58,17 @@ def main(argv: list[str] | None = None) -> int:
         print(fit(line), file=sys.stderr)
     if by_order := orders.terminal(df, exclude):
         print("\n" + by_order)
-    print("\n" + fit(notes(exclude) + ("" if args.wide else " " + COMPACT_NOTE), ""))
+    legend = short_legend(args.runs) if args.short_legend else \
+        notes(exclude) + ("" if args.wide else " " + COMPACT_NOTE)
+    print("\n" + fit(legend, ""))
     return 0
+
+
+def short_legend(runs: list[str]) -> str:
+    """What every sweep ends with instead of the full legend, which `make table` prints (it is the same each time)."""
+    return ("success: mean over tasks [95% CI]; errors: failed episodes per label, infra included; Δ vs none: paired, "
+            "flagged when the paired test does not find it; tokens, memory, cost: per task. The full legend: "
+            f"make table RUNS=\"{' '.join(runs)}\"")
 
 
 if __name__ == "__main__":

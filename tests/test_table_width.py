@@ -74,3 +74,21 @@ def test_the_default_sweeps_table_has_one_line_per_row_within_160_columns(tmp_pa
     header = next(i for i, line in enumerate(lines) if line.startswith("model "))
     body = lines[header + 2:lines.index("", header)]
     assert [line.split("  ")[0] for line in body] == ["smollm2-135m-instruct.q4_1 (local)"] * 4, body
+
+
+def test_a_sweep_ends_with_a_short_legend_pointing_to_the_full_one(capsys):
+    """The full legend (8 lines, the same every time) is `make table`'s; `make sweep` ends with two lines (three with a
+    long run path)."""
+    from analysis import table
+
+    run = str(REPO / "tests" / "fixtures" / "runs" / "oracle_retail")
+    plan = subprocess.run(["make", "-n", "-o", "setup", "sweep", "RUN=x"], cwd=REPO, capture_output=True,
+                          text=True, check=True).stdout
+    assert any("-m analysis.table runs/x" in line and "--short-legend" in line for line in plan.splitlines())
+    capsys.readouterr()
+    assert table.main([run, "--short-legend"]) == 0
+    short = capsys.readouterr().out.rstrip("\n").split("\n\n")[-1].splitlines()
+    assert table.main([run]) == 0
+    full = capsys.readouterr().out.rstrip("\n").split("\n\n")[-1].splitlines()
+    assert len(short) <= 3 and len(full) > 5 and max(map(len, short)) <= WIDTH
+    assert f'make table RUNS="{run}"' in " ".join(short) and not set(short) & set(full)
