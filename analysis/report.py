@@ -115,9 +115,9 @@ def head(page: Page) -> str:
     return "".join(parts)
 
 
-def links_note(page: Page) -> str:
+def links_note(page: Page, what: str = "Each row links to its episodes") -> str:
     """Said where the links are: they open only while `make view` serves these runs at the viewer's address."""
-    return (f"<p class=note>Each row links to its episodes in the episode viewer at {html.escape(page.viewer)}: "
+    return (f"<p class=note>{what} in the episode viewer at {html.escape(page.viewer)}: "
             f"the links open while <code>make view RUNS=\"{html.escape(' '.join(page.runs))}\"</code> runs "
             "(docs/viewer.md); without it they lead nowhere.</p>")
 
@@ -147,7 +147,8 @@ def tables(page: Page) -> str:
 def task_effects_section(page: Page) -> str:  # helped / harmed tasks, compare links (issue 28)
     section = task_effects.html_section(page.result, page.viewer)
     title, cut, rest = section.partition("</h2>")
-    return title + cut + links_note(page) + rest if cut else section
+    note = links_note(page, "Each task id links to its compare page (none's episode beside the strategy's)")
+    return title + cut + note + rest if cut else section
 
 
 def sources(page: Page) -> str:
