@@ -66,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def short_legend(runs: list[str]) -> str:
     """What every sweep ends with instead of the full legend, which `make table` prints (it is the same each time)."""
-    return ("success: mean over tasks [95% CI]; errors: failed episodes per label, infra included; Δ vs none: paired, "
+    return ("success: mean over tasks [95% CI], * under 20 tasks; errors: failed episodes per label, infra included; "
+            "Δ vs none: paired, "
             "flagged when the paired test does not find it; tokens, memory, cost: per task. The full legend: "
             f"make table RUNS=\"{' '.join(runs)}\"")
 
