@@ -35,6 +35,9 @@ EXPERIENCE_ARGS = $(foreach s,$(filter exp_rag long_context,$(subst $(comma), ,$
 	+memory_by_strategy.reasoning_bank=$(REASONING_BANK)) \
 	$(if $(filter awm,$(subst $(comma), ,$(STRATEGIES))),+memory_by_strategy.awm=$(AWM))
 RUNS        ?= runs/$(RUN)
+# what the analysis targets read: RUNS=, or runs/$(RUN) when RUN= is given; neither given, nothing (the command
+# then asks for RUNS= naming the latest run, instead of reading a timestamp directory nobody made)
+ANALYSED     = $(if $(filter-out file,$(origin RUNS) $(origin RUN)),$(RUNS))
 EXPERIMENT  ?=
 MODEL_MAP   ?=
 # analysis views: EXCLUDE=infra leaves those error labels out of the rates (non-default, labelled); POOL=1 counts
@@ -47,11 +50,13 @@ VIEW_ARGS    = $(foreach l,$(EXCLUDE),--exclude $(l)) $(if $(POOL),--pool-runs) 
 
 # MODEL is a configs/model/<name>.yaml or any LiteLLM model string
 MODEL_ARGS = $(if $(wildcard configs/model/$(MODEL).yaml),model=$(MODEL),model=litellm model.name=$(MODEL))
+# ARGS comes last: of two overrides of one key Hydra keeps the later, so a key given in ARGS (memory=null) wins
+# over the default this Makefile sets for it
 SWEEP_ARGS = $(MODEL_ARGS) strategy=$(STRATEGIES) benchmark=$(BENCH) benchmark.split=$(SPLIT) \
 	$(if $(LIMIT),benchmark.limit=$(LIMIT)) $(if $(TRIALS),benchmark.trials=$(TRIALS)) \
-	$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS)) $(EXPERIENCE_ARGS) $(ARGS) \
+	$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS)) $(EXPERIENCE_ARGS) \
 	$(if $(CONCURRENCY),concurrency=$(CONCURRENCY)) $(if $(MEMORY),memory=$(MEMORY)) run_name=$(RUN) \
-	$(if $(BUDGET),budget_usd=$(BUDGET))
+	$(if $(BUDGET),budget_usd=$(BUDGET)) $(ARGS)
 
 # make memory learns from the whole train split unless LIMIT is given on the command line; a SPLIT given there
 # is passed on so that build_memory can refuse anything but train.
@@ -61,6 +66,8 @@ MEMORY_ARGS = $(MODEL_ARGS) benchmark=$(BENCH) \
 	$(if $(TRIALS),benchmark.trials=$(TRIALS)) $(if $(CONCURRENCY),concurrency=$(CONCURRENCY)) \
 	$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS))
 
+# The targets a user runs start their recipe lines with @: make does not echo their long command lines (the
+# commands print what they do); setup, lint, test and lock echo theirs.
 .PHONY: setup lint test sweep selfcheck table tables report view export-tau2 import-tau2 bench bench-retrieval bench-scale clean-venv memory ace lock \
 	appworld-data tau2-data simulated-memory experiences reasoning-bank awm power recommend plan corrupt aa
 
@@ -150,33 +157,33 @@ test: lint
 	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile
 
 sweep: setup
-	$(PY) -m harness.run -m $(SWEEP_ARGS)
+	@$(PY) -m harness.run -m $(SWEEP_ARGS)
 	@echo
-	$(PY) -m analysis.table runs/$(RUN) $(if $(WIDE),--wide)
+	@$(PY) -m analysis.table runs/$(RUN) $(if $(WIDE),--wide) --short-legend
 	@echo "run directory: runs/$(RUN)"
 
 # FROM=<tau2 results file>: learn from its trajectories (train-split tasks only) instead of collecting a run
 FROM ?=
 memory: setup
-	$(PY) -m harness.memory.build --name $(MEMNAME) $(if $(EXTRACTOR),--extractor $(EXTRACTOR)) \
+	@$(PY) -m harness.memory.build --name $(MEMNAME) $(if $(EXTRACTOR),--extractor $(EXTRACTOR)) \
 		$(if $(GROUND_TRUTH),--ground-truth) $(if $(CONSOLIDATION),--consolidation $(CONSOLIDATION)) \
 		$(if $(TARGET),--target $(TARGET)) $(if $(FROM),--from-results $(FROM),-- $(MEMORY_ARGS))
 
 # exp_rag / long_context's artifact: a `none` run on train (as `make memory`), each episode condensed, no model call
 experiences: setup
-	$(PY) -m harness.memory.experiences --name $(MEMNAME) -- $(MEMORY_ARGS)
+	@$(PY) -m harness.memory.experiences --name $(MEMNAME) -- $(MEMORY_ARGS)
 
 # reasoning_bank's offline bank: a `none` run on train (as `make memory`), each episode judged and distilled
 reasoning-bank: setup
-	$(PY) -m harness.memory.reasoning_bank --name $(MEMNAME) -- $(MEMORY_ARGS)
+	@$(PY) -m harness.memory.reasoning_bank --name $(MEMNAME) -- $(MEMORY_ARGS)
 
 # awm's workflows: a `none` run on train (as `make memory`), one induction call over its successful episodes
 awm: setup
-	$(PY) -m harness.memory.workflows --name $(MEMNAME) -- $(MEMORY_ARGS)
+	@$(PY) -m harness.memory.workflows --name $(MEMNAME) -- $(MEMORY_ARGS)
 
 # The SIMULATED world (docs/simulated-world.md): planted guideline relevance for model=simulated, no key needed
 simulated-memory: setup
-	$(PY) -m harness.memory.simulated --benchmark $(BENCH)
+	@$(PY) -m harness.memory.simulated --benchmark $(BENCH)
 
 # Bad memory on purpose (docs/robustness.md): a corrupted copy of MEMORY. KIND contradict | stale | irrelevant |
 # duplicate; RATE a share (0.2) or a list (0,0.1,0.3,0.5: OUT is then a folder of <kind>_<percent>.jsonl);
@@ -192,11 +199,11 @@ PICK     ?= random
 SOURCE   ?=
 REWRITER ?= rule
 corrupt: setup
-	$(PY) -m harness.memory.corrupt $(MEMORY) --kind $(KIND) --rate $(RATE) $(if $(OUT),--out $(OUT)) --seed $(SEED) \
+	@$(PY) -m harness.memory.corrupt $(MEMORY) --kind $(KIND) --rate $(RATE) $(if $(OUT),--out $(OUT)) --seed $(SEED) \
 		--mode $(MODE) --pick $(PICK) --rewriter $(REWRITER) $(if $(SOURCE),--source $(SOURCE))
 aa: setup
-	$(PY) -m harness.run -m +experiment=aa $(SWEEP_ARGS)
-	$(PY) -m analysis.noise_floor runs/$(RUN)
+	@$(PY) -m harness.run -m +experiment=aa $(SWEEP_ARGS)
+	@$(PY) -m analysis.noise_floor runs/$(RUN)
 
 # Deciding (docs/deciding.md). power: minimum detectable Δ and tasks x trials needed for DELTA points, from
 # RUNS or, with PROFILE=strong|small, from the simulated world. recommend: the cheapest strategy shown to be at
@@ -208,10 +215,10 @@ PROFILE   ?=
 BY        ?= tokens
 AMORTISE  ?=
 power: setup
-	$(PY) -m analysis.power $(if $(PROFILE),--profile $(PROFILE),$(RUNS) $(if $(POOL),--pool-runs) $(if $(SHARED_TASKS),--shared-tasks)) \
+	@$(PY) -m analysis.power $(if $(PROFILE),--profile $(PROFILE),$(ANALYSED) $(if $(POOL),--pool-runs) $(if $(SHARED_TASKS),--shared-tasks)) \
 		--delta $(DELTA) $(if $(TRIALS),--trials $(TRIALS))
 recommend: setup
-	$(PY) -m analysis.recommend $(RUNS) --k $(K) --by $(BY) --delta $(DELTA) $(if $(filter command line,$(origin MODEL)),--model $(MODEL)) \
+	@$(PY) -m analysis.recommend $(ANALYSED) --k $(K) --by $(BY) --delta $(DELTA) $(if $(filter command line,$(origin MODEL)),--model $(MODEL)) \
 		$(if $(AMORTISE),--amortise-over $(AMORTISE)) $(if $(POOL),--pool-runs) $(if $(SHARED_TASKS),--shared-tasks)
 
 # What a sweep would cost, before it runs (docs/cost.md): per strategy the episodes left (RUN= an existing run:
@@ -229,17 +236,17 @@ plan: setup
 	rc=$$?; rm -f $$facts; exit $$rc
 
 table: setup
-	$(PY) -m analysis.table $(RUNS) $(VIEW_ARGS) $(if $(WIDE),--wide)
+	@$(PY) -m analysis.table $(ANALYSED) $(VIEW_ARGS) $(if $(WIDE),--wide)
 
 # Markdown + CSV tables and plots into <first run>/analysis/; EXPERIMENT=ibm_tau2 adds IBM's published rows,
 # MODEL_MAP='-=memdeliv-scripted/oracle' compares them with a model the experiment config does not name
 tables: setup
-	$(PY) -m analysis.tables $(RUNS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
+	@$(PY) -m analysis.tables $(ANALYSED) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
 		$(foreach m,$(MODEL_MAP),--model-map='$(m)') $(VIEW_ARGS)
 
 # one self-contained HTML page (tables + embedded plots): <first run>/analysis/report.html
 report: setup
-	$(PY) -m analysis.report $(RUNS) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
+	@$(PY) -m analysis.report $(ANALYSED) $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) \
 		$(foreach m,$(MODEL_MAP),--model-map='$(m)') $(VIEW_ARGS)
 
 # The episode viewer (docs/viewer.md): list, episode and compare pages on 127.0.0.1 (port 8765 when free, else
@@ -247,7 +254,7 @@ report: setup
 RUNS2 ?=
 PORT  ?=
 view: setup
-	$(PY) -m analysis.viewer $(RUNS) $(RUNS2) $(if $(PORT),--port $(PORT))
+	@$(PY) -m analysis.viewer $(ANALYSED) $(RUNS2) $(if $(PORT),--port $(PORT))
 
 # Round trips with tau2-bench's results files (docs/tau2-files.md). export-tau2: one file per τ² cell into
 # <first run>/analysis/tau2/ (`tau2 view --dir` opens them). import-tau2: FILE as a `none` cell of runs/$(RUN)
@@ -255,23 +262,23 @@ view: setup
 FILE     ?=
 DATA_DIR ?=
 export-tau2: setup
-	$(PY) -m analysis.export_tau2 $(RUNS) $(if $(POOL),--pool-runs)
+	@$(PY) -m analysis.export_tau2 $(ANALYSED) $(if $(POOL),--pool-runs)
 import-tau2: setup
-	$(PY) -m harness.import_tau2 $(FILE) --run $(RUN) $(if $(filter command line,$(origin SPLIT)),--split $(SPLIT)) \
+	@$(PY) -m harness.import_tau2 $(FILE) --run $(RUN) $(if $(filter command line,$(origin SPLIT)),--split $(SPLIT)) \
 		$(if $(DATA_DIR),--data-dir $(DATA_DIR))
 
 selfcheck: setup
-	$(PY) -m harness.selfcheck
+	@$(PY) -m harness.selfcheck
 
 bench: setup
-	$(PY) bench/overhead.py
+	@$(PY) bench/overhead.py
 
 bench-retrieval: setup
-	$(PY) bench/retrieval.py
+	@$(PY) bench/retrieval.py
 
 # threads 8 vs 1 (1 s model latency) and Ray 2 workers vs one process (CPU-bound): docs/scaling.md
 bench-scale: setup
-	$(PY) bench/scale.py --ray-latency
+	@$(PY) bench/scale.py --ray-latency
 
 clean-venv:
 	rm -rf .venv .venv-appworld
@@ -311,7 +318,7 @@ ACE_OUT   ?=
 ACE_ARGS  ?=
 GT        ?= 1
 ace: setup
-	$(PY) -m harness.memory.ace_adapt $(MODEL_ARGS) benchmark=$(BENCH) $(if $(CONCURRENCY),concurrency=$(CONCURRENCY)) \
+	@$(PY) -m harness.memory.ace_adapt $(MODEL_ARGS) benchmark=$(BENCH) $(if $(CONCURRENCY),concurrency=$(CONCURRENCY)) \
 		$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS)) \
 		--run $(RUN) --epochs $(EPOCHS) $(if $(TRAIN),--train $(TRAIN)) --val $(VAL) \
 		$(if $(REFLECTOR),--reflector-model $(REFLECTOR)) $(if $(CURATOR),--curator-model $(CURATOR)) \

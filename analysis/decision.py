@@ -149,9 +149,9 @@ def decide(key: tuple[str, str, str, str], cell: pd.DataFrame, k: int = 1, by: s
             f"`{rec.choice}`.")
     if rec.choice != rec.best:
         q = next(q for q in arms[rec.choice].pairs if q.other == rec.best)
-        say(f"`{rec.choice}` is {100 * q.diff:+.1f} points from the best observed, `{rec.best}`, on these {q.n} paired "
-            f"tasks; the test showed it at most {delta_pts:g} points below (95% lower bound {100 * q.lower:+.1f} > "
-            f"-{delta_pts:g}).")
+        say(f"`{rec.choice}` is {fmt.signed(100 * q.diff)} points from the best observed, `{rec.best}`, on these "
+            f"{q.n} paired tasks; the test showed it at most {delta_pts:g} points below (95% lower bound "
+            f"{fmt.signed(100 * q.lower)} > -{delta_pts:g}).")
     return rec
 
 
@@ -207,8 +207,8 @@ def _verdict(arm: noninferiority.Arm, delta_pts: float) -> str:
                 f"the {MIN_TASKS} a decision needs).")
     p = fmt.pvalue(arm.p_holm)
     p = p.replace("<", "< ") if p.startswith("<") else "= " + p
-    lower = "-inf" if math.isinf(q.lower) else f"{100 * q.lower:+.1f}"
-    against = f"closest call vs `{q.other}`: {100 * q.diff:+.1f} pts, 95% lower bound {lower}"
+    lower = "-inf" if math.isinf(q.lower) else f"{fmt.signed(100 * q.lower)}"
+    against = f"closest call vs `{q.other}`: {fmt.signed(100 * q.diff)} pts, 95% lower bound {lower}"
     floor = ("; the tasks' differences barely varied, so the bound uses the least spread 0/1 outcomes allow"
              if q.floored else "")
     if arm.shown:

@@ -29,6 +29,7 @@ import pandas as pd
 
 from analysis import fmt
 from analysis.runs.load import load_records
+from analysis.runs.named import runs_named
 from analysis.statistics.metrics import GROUP, valid, with_assembly
 
 SUCCESS_TOLERANCE = 1e-6  # tau2's is_successful: |reward - 1| <= 1e-6
@@ -209,10 +210,12 @@ def export(runs: list[str], out_dir: Path | None = None, pool: bool = False,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs", nargs="+", help="run directories")
+    parser.add_argument("runs", nargs="*", help="run directories")
     parser.add_argument("--out", type=Path, help="folder for the files (default <first run>/analysis/tau2)")
     parser.add_argument("--pool-runs", action="store_true", help="runs holding the same episodes as extra trials")
     args = parser.parse_args(argv)
+    if not runs_named("export-tau2", args.runs):
+        return 2
     try:
         written, refused = export(args.runs, args.out, args.pool_runs)
     except (FileNotFoundError, ValueError) as exc:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
+from typing import NoReturn
 
 import pandas as pd
 
@@ -48,11 +50,18 @@ def signed_pct(v) -> str:
     return "-" if missing(v) else f"{v:+.0f}%"
 
 
+def signed(v, digits: int = 1) -> str:
+    """A signed difference, '-3.8': the one rounding of every printed Δ. The same pair's Δ reaches a view by
+    different sums (a mean of differences, a difference of means) that disagree in the last bits (-3.7499999 vs
+    -3.7500001); rounding to 9 places first makes them one number, so each view prints the same digits."""
+    return f"{round(float(v), 9) + 0.0:+.{digits}f}"  # + 0.0: no '-0.0'
+
+
 def points(v, lo=None, hi=None) -> str:
     """A difference in percentage points, with its CI when given: '+3.8 pts [-2.5, +10.0]'."""
     if missing(v):
         return "-"
-    return f"{v:+.1f} pts" if missing(lo) else f"{v:+.1f} pts [{lo:+.1f}, {hi:+.1f}]"
+    return f"{signed(v)} pts" if missing(lo) else f"{signed(v)} pts [{signed(lo)}, {signed(hi)}]"
 
 
 def arrow(before: str, after: str, change: str) -> str:
@@ -82,9 +91,33 @@ def simulated_banner(models) -> str:
                 f"language model; its numbers check the measuring chain (docs/simulated-world.md).")
 
 
-def refuse(prog: str, why: object) -> None:
-    """Why a command refuses its input, `memdeliv <prog>: ...` on stderr, wrapped to WIDTH (the caller exits 2)."""
-    print(wrap(f"memdeliv {prog}: {why}"), file=sys.stderr)
+def refuse(command: str, why: object) -> None:
+    """Why a command refuses its input, `memdeliv <command>: ...` on stderr, wrapped to WIDTH (the caller exits 2):
+    the one prefix of every analysis command's refusal, `command` its make target (table, tables, report, view)."""
+    print(wrap(f"memdeliv {command}: {why}"), file=sys.stderr)
+
+
+class CommandParser(argparse.ArgumentParser):
+    """argparse for an analysis command: a bad argument is one `refuse` line and exit 2, not a usage block."""
+
+    def __init__(self, command: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.command = command
+
+    def error(self, message: str) -> NoReturn:
+        refuse(self.command, message)
+        raise SystemExit(2)
+
+
+def margin_points(text: str) -> float:
+    """An argparse type for a margin in points (--delta, make's DELTA=): a number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"expected a number of points above 0, e.g. 5 (make: DELTA=5); got {text!r}")
+    return value
 
 
 def drop_constant(df: pd.DataFrame, columns=("benchmark", "split", "assembly")) -> pd.DataFrame:

@@ -141,7 +141,7 @@ def experiment_line(pair: pd.Series) -> str:
     prediction' (one row of experiment_pairs)."""
     within = {True: "within the prediction", False: "OUTSIDE the prediction", None: "no prediction at 1 trial"}
     return (f"{fmt.model_label(pair['model'])} {pair['a']} vs {pair['b']} ({int(pair['tasks'])} tasks x "
-            f"{int(pair['trials'])} trials): observed {pair['observed_pts']:+.1f} points, predicted "
+            f"{int(pair['trials'])} trials): observed {fmt.signed(pair['observed_pts'])} points, predicted "
             f"±{fmt.mdd(pair['predicted_95_pts'])}, MDΔ {fmt.mdd(pair['MDΔ_pts'])}: "
             f"{within[pair['within_prediction']]}")
 

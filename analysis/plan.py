@@ -23,7 +23,6 @@ at 80% power, from the pilot's variance) and prices it.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from dataclasses import dataclass, field
@@ -163,8 +162,8 @@ def decision(pilot: pd.DataFrame, strategies: list[str], trials: int,
             continue
         v = power.pair_variance(mine, base)
         n = v.tasks_needed(delta_pts / 100, trials)
-        lines.append(f"{s} vs none: {n} tasks × {trials} trials (pilot: Δ {100 * v.delta:+.1f} pts on {v.n} tasks, "
-                     f"sd of the per-task difference {math.sqrt(v.var_d(trials)):.2f})")
+        lines.append(f"{s} vs none: {n} tasks × {trials} trials (pilot: Δ {fmt.signed(100 * v.delta)} pts on "
+                     f"{v.n} tasks, sd of the per-task difference {math.sqrt(v.var_d(trials)):.2f})")
         need = max(need, n)
     return (need or None), lines
 
@@ -248,13 +247,14 @@ def report(facts: dict[str, Any], cells: list[Cell], prices: dict[str, Any], tri
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = fmt.CommandParser("plan", description=__doc__.splitlines()[0])
     parser.add_argument("--facts", required=True, help="written by `python -m harness.plan_facts`")
     parser.add_argument("--strategies", required=True, help="comma list")
     parser.add_argument("--trials", type=int, default=None, help="default: the facts' benchmark.trials")
     parser.add_argument("--pilot", default=None, help="a run directory of this model: measured tokens")
     parser.add_argument("--run", default=None, help="a run directory to resume: its recorded episodes are skipped")
-    parser.add_argument("--delta", type=float, default=None, help="margin in points: tasks x trials to decide")
+    parser.add_argument("--delta", type=fmt.margin_points, default=None,
+                        help="margin in points: tasks x trials to decide")
     parser.add_argument("--memory", default=None, help="memory artifact (default: the facts' memory)")
     args = parser.parse_args(argv)
     try:

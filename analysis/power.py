@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 
 import numpy as np
 import pandas as pd
@@ -114,8 +113,8 @@ def infra_lines(records: pd.DataFrame, delta_table: pd.DataFrame) -> list[str]:
     for _, r in delta_table.dropna(subset=["Δ_pts"]).iterrows():
         key = (*(r[c] for c in CELL), r["strategy"])
         if key in other.index and not fmt.missing(other.loc[key, "Δ_pts"]):
-            lines.append(f"{r['strategy']} vs none: Δ {r['Δ_pts']:+.1f} points with infra counted as failures "
-                         f"(the default), {other.loc[key, 'Δ_pts']:+.1f} with infra excluded")
+            lines.append(f"{r['strategy']} vs none: Δ {fmt.signed(r['Δ_pts'])} points with infra counted as failures "
+                         f"(the default), {fmt.signed(other.loc[key, 'Δ_pts'])} with infra excluded")
     return lines
 
 
@@ -130,7 +129,7 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
         if col in shown:
             shown[col] = shown[col].map(lambda v: "-" if fmt.missing(v) else f"{v:.3f}")
     if "Δ_pts" in shown:
-        shown["Δ_pts"] = shown["Δ_pts"].map(lambda v: "-" if fmt.missing(v) else f"{v:+.1f}")
+        shown["Δ_pts"] = shown["Δ_pts"].map(lambda v: "-" if fmt.missing(v) else fmt.signed(v))
     if "p" in shown:
         shown["p"] = shown["p"].map(fmt.pvalue)
     if "MDΔ_pts" in shown:
@@ -145,20 +144,17 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis.power", description=__doc__,
+    parser = fmt.CommandParser("power", prog="python -m analysis.power", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="*", help="pilot run directories (or results.jsonl files)")
     parser.add_argument("--profile", help="instead of runs: the simulated world's profile (strong | small)")
     parser.add_argument("--world", default="runs/memory/simulated/memory.jsonl", help="with --profile")
     parser.add_argument("--limit", type=int, default=40, help="with --profile: tasks")
     parser.add_argument("--trials", type=int, default=4, help="with --profile: trials per task")
-    parser.add_argument("--delta", type=float, default=5.0, help="the Δ (points) to plan for")
+    parser.add_argument("--delta", type=fmt.margin_points, default=5.0, help="the Δ (points) to plan for")
     add_pool_option(parser)
     identity.add_shared_tasks_option(parser)
     args = parser.parse_args(argv)
-    if args.delta <= 0:
-        print("memdeliv power: --delta must be > 0 (points)", file=sys.stderr)
-        return 2
     above: list[str] = []
     below: list[str] = []
     if args.profile:
@@ -185,8 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             f"Tasks needed for Δ = {args.delta:g} points, with the {sizing.SPAN[0]}th-{sizing.SPAN[1]}th percentile "
             "of a bootstrap over these tasks (a pilot's figure moves that much):"), *ranges] if ranges else [])
     else:
-        print("memdeliv power: give pilot run directories (RUNS=) or --profile strong|small (PROFILE=)",
-              file=sys.stderr)
+        fmt.refuse("power", "give pilot run directories (RUNS=runs/<run>) or --profile strong|small (PROFILE=)")
         return 2
     shown = display(table)
     same = [c for c in ("benchmark", "split", "assembly", "model") if c in shown and shown[c].nunique() <= 1]

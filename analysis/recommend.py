@@ -26,6 +26,7 @@ from analysis import fmt, power
 from analysis.decision import Recommendation, decide
 from analysis.runs import identity
 from analysis.runs.load import add_pool_option
+from analysis.runs.named import runs_named
 from analysis.statistics import harm, infra, stats
 from analysis.statistics.metrics import BASELINE, CELL, INFRA, on_common_pairs, valid, with_assembly
 from analysis.statistics.verdict import SHOWN
@@ -77,7 +78,7 @@ def harm_line(cell: pd.DataFrame, choice: str | None, exclude: tuple[str, ...] =
     return (f"Harm: `{choice}` harmed {len(e.harmed)} of {e.tasks} tasks that `none` solved ({', '.join(e.harmed)}), "
             f"by the per-task rule of docs/robustness.md; trial noise alone would list about {e.chance:.1f} at "
             f"{trials}: {'harm is concentrated' if v.concentrated else 'within chance'}. Against `none` its "
-            f"mean Δ is {v.delta_pts:+.1f} points ({mean})" + (f"; {reading}" if reading else "") +
+            f"mean Δ is {fmt.signed(v.delta_pts)} points ({mean})" + (f"; {reading}" if reading else "") +
             ". Look at them (make tables: task_effects.md) before deploying.")
 
 
@@ -91,12 +92,12 @@ def _conventions(default: Recommendation, excluded: Recommendation) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis.recommend", description=__doc__,
+    parser = fmt.CommandParser("recommend", prog="python -m analysis.recommend", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs", nargs="+", help="run directories (or results.jsonl files)")
+    parser.add_argument("runs", nargs="*", help="run directories (or results.jsonl files)")
     parser.add_argument("--k", type=int, default=1, help="rank on Pass^k (1 = success rate)")
     parser.add_argument("--by", default="tokens", choices=("tokens", "cost"), help="price per task in")
-    parser.add_argument("--delta", type=float, default=5.0,
+    parser.add_argument("--delta", type=fmt.margin_points, default=5.0,
                         help="the margin (points): how far below the best a cheaper strategy may be")
     parser.add_argument("--model", help="only models whose name contains this (e.g. simulated)")
     parser.add_argument("--amortise-over", type=int, metavar="N",
@@ -104,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     add_pool_option(parser)
     identity.add_shared_tasks_option(parser)
     args = parser.parse_args(argv)
+    if not runs_named("recommend", args.runs):
+        return 2
     from analysis.runs.load import load_records
 
     try:

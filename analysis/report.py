@@ -115,6 +115,13 @@ def head(page: Page) -> str:
     return "".join(parts)
 
 
+def links_note(page: Page, what: str = "Each row links to its episodes") -> str:
+    """Said where the links are: they open only while `make view` serves these runs at the viewer's address."""
+    return (f"<p class=note>{what} in the episode viewer at {html.escape(page.viewer)}: "
+            f"the links open while <code>make view RUNS=\"{html.escape(' '.join(page.runs))}\"</code> runs "
+            "(docs/viewer.md); without it they lead nowhere.</p>")
+
+
 def per_strategy(page: Page) -> str:
     """The terminal table's columns first; every column behind a toggle."""
     summary = page.result.summary
@@ -125,8 +132,8 @@ def per_strategy(page: Page) -> str:
     every = (f"<details><summary>Every column ({len(wide.columns)}: prompt, cached and completion tokens, build "
              f"cost, steps, USD by role...)</summary>{linked_table(wide, summary, page.viewer)}</details>")
     return ("<h2>Per strategy</h2>" + (f"<p class=note>Every row: {html.escape(', '.join(same))}</p>" if same else "")
-            + linked_table(compact, summary, page.viewer) + f"<p class=note>{html.escape(COMPACT_NOTE)} "
-            f"{html.escape(page.result.notes)}</p>" + every)
+            + links_note(page) + linked_table(compact, summary, page.viewer)
+            + f"<p class=note>{html.escape(COMPACT_NOTE)} {html.escape(page.result.notes)}</p>" + every)
 
 
 def tables(page: Page) -> str:
@@ -138,7 +145,10 @@ def tables(page: Page) -> str:
 
 
 def task_effects_section(page: Page) -> str:  # helped / harmed tasks, compare links (issue 28)
-    return task_effects.html_section(page.result, page.viewer)
+    section = task_effects.html_section(page.result, page.viewer)
+    title, cut, rest = section.partition("</h2>")
+    note = links_note(page, "Each task id links to its compare page (none's episode beside the strategy's)")
+    return title + cut + note + rest if cut else section
 
 
 def sources(page: Page) -> str:
@@ -172,7 +182,7 @@ def render(result: Analysis, runs: list[str], experiment: str | None = None, plo
 
 
 def main(argv: list[str] | None = None) -> int:
-    args, out, result = cli(__doc__, argv, "analysis/report.html")
+    args, out, result = cli("report", __doc__, argv, "analysis/report.html")
     if result is None:
         return 2
     out.parent.mkdir(parents=True, exist_ok=True)

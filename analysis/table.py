@@ -7,13 +7,13 @@ files and plots).
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from analysis import fmt
 from analysis.fmt import plain, simulated_banner, wrap
 from analysis.runs import identity, task_sets
 from analysis.runs.load import add_pool_option, load_for_command
+from analysis.runs.named import runs_named
 from analysis.statistics import infra
 from analysis.statistics.metrics import infra_imbalance
 from analysis.tables import exclusions, notes, summary_of, view_line
@@ -21,17 +21,21 @@ from analysis.views import orders
 from analysis.views.displays import COMPACT_NOTE, compact_display, markdown, scenario_warnings, strategies_display
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("runs", nargs="+", help="run directories or results.jsonl files")
+    parser = fmt.CommandParser("table", description=__doc__)
+    parser.add_argument("runs", nargs="*", help="run directories or results.jsonl files")
     parser.add_argument("--exclude", action="append", default=[], metavar="LABEL",
                         help="leave this error label out of the rates (repeatable, e.g. infra; labelled non-default)")
     parser.add_argument("--amortise-over", type=int, metavar="N",
                         help="deployment tasks sharing the one-off memory-building cost (default: episodes evaluated)")
     parser.add_argument("--wide", action="store_true",
                         help="every column (prompt / cached / completion tokens, build cost, ...), as `make tables`")
+    parser.add_argument("--short-legend", action="store_true",
+                        help="a two-line legend that points to the full one (the end of `make sweep`)")
     add_pool_option(parser)
     identity.add_shared_tasks_option(parser)
     args = parser.parse_args(argv)
+    if not runs_named("table", args.runs):
+        return 2
     try:
         exclude = exclusions(args.exclude)
     except ValueError as exc:  # an unknown label
@@ -54,8 +58,18 @@ def main(argv: list[str] | None = None) -> int:
         print(fit(line), file=sys.stderr)
     if by_order := orders.terminal(df, exclude):
         print("\n" + by_order)
-    print("\n" + fit(notes(exclude) + ("" if args.wide else " " + COMPACT_NOTE), ""))
+    legend = short_legend(args.runs) if args.short_legend else \
+        notes(exclude) + ("" if args.wide else " " + COMPACT_NOTE)
+    print("\n" + fit(legend, ""))
     return 0
+
+
+def short_legend(runs: list[str]) -> str:
+    """What every sweep ends with instead of the full legend, which `make table` prints (it is the same each time)."""
+    return ("success: mean over tasks [95% CI], * under 20 tasks; errors: failed episodes per label, infra included; "
+            "Δ vs none: paired, "
+            "flagged when the paired test does not find it; tokens, memory, cost: per task. The full legend: "
+            f"make table RUNS=\"{' '.join(runs)}\"")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from analysis.runs import identity, task_sets
 from analysis.runs.build_cost import add_build_cost
 from analysis.runs.costs import add_costs
 from analysis.runs.load import add_pool_option, load_compared, load_memory_history, steps_frame
+from analysis.runs.named import runs_named
 from analysis.statistics import infra, stats
 from analysis.statistics.metrics import EXCLUDED, GROUP, INFRA, infra_imbalance, paired_comparisons, summarize
 from analysis.views import controls, ibm, orders, plots
@@ -192,10 +193,11 @@ def exclusions(labels: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*EXCLUDED, *labels]))
 
 
-def cli(doc: str, argv: list[str] | None, default_out: str) -> tuple[argparse.Namespace, Path, Analysis | None]:
+def cli(command: str, doc: str, argv: list[str] | None,
+        default_out: str) -> tuple[argparse.Namespace, Path, Analysis | None]:
     """The arguments `tables` and `report` share; the analysis, or None after printing why it failed."""
-    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs", nargs="+", help="run directories (or results.jsonl files)")
+    parser = fmt.CommandParser(command, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="*", help="run directories (or results.jsonl files)")
     parser.add_argument("--experiment", help="an experiment config name (configs/experiment/<name>.yaml) "
                                              "whose IBM view to add, e.g. ibm_tau2")
     parser.add_argument("--model-map", action="append", default=[], metavar="LABEL=MODEL",
@@ -212,6 +214,8 @@ def cli(doc: str, argv: list[str] | None, default_out: str) -> tuple[argparse.Na
                         help="deployment tasks that share the one-off memory-building cost (default: the "
                              "episodes evaluated per row)")
     args = parser.parse_args(argv)
+    if not runs_named(command, args.runs):
+        return args, Path(), None
     first = Path(args.runs[0])
     out = Path(args.out) if args.out else (first.parent if first.is_file() else first) / default_out
     try:
@@ -220,12 +224,12 @@ def cli(doc: str, argv: list[str] | None, default_out: str) -> tuple[argparse.Na
                                   amortise_over=args.amortise_over, pool_runs=args.pool_runs,
                                   shared_tasks=args.shared_tasks)
     except (FileNotFoundError, ValueError) as exc:
-        fmt.refuse(parser.prog, exc)
+        fmt.refuse(command, exc)
         return args, out, None
 
 
 def main(argv: list[str] | None = None) -> int:
-    args, out, result = cli(__doc__, argv, "analysis")
+    args, out, result = cli("tables", __doc__, argv, "analysis")
     if result is None:
         return 2
     written = write(result, out, plot=not args.no_plots)

@@ -53,7 +53,7 @@ def frame(result, found: list[harm.TaskEffects]) -> pd.DataFrame:
         half = "" if e is None or r["strategy"] != BASELINE else f" ({e.trials}+{e.trials})"
         rows.append({**{c: r[c] for c in GROUP}, "tasks×k": f"{r['tasks']}×{r['trials']}{half}",
                      "Δ vs none": "-" if fmt.missing(r.get("Δsuccess_pts")) else
-                     f"{r['Δsuccess_pts']:+.1f} pts{v.flag(short=True)}",
+                     f"{fmt.points(r['Δsuccess_pts'])}{v.flag(short=True)}",
                      "A/A ±": "-" if fmt.missing(band) else f"±{band:.1f} pts",
                      "helped": "-" if e is None else len(e.helped), "harmed": "-" if e is None else len(e.harmed),
                      "chance": "-" if e is None else f"{e.chance:.1f}",

@@ -60,14 +60,31 @@ def _expected(schema: object, key: object) -> str | None:
 
 
 def unparsable(overrides: list[str], exc: BaseException) -> str:
-    """Which command-line override Hydra's grammar rejected, and why."""
+    """Which command-line override Hydra's grammar rejected, and why: the value and what is expected, not the
+    grammar's token list."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parser = OverridesParser.create()
     for item in overrides:
+        if stray := _stray_comma(item):
+            return stray
         try:
             parser.parse_overrides(overrides=[item])
         except Exception as one:
-            return (f"cannot parse {item!r}: {_first_line(one)} (quote values with brackets, commas or spaces; "
+            reason = _first_line(one).split(" expecting {")[0]  # the token set Hydra's parser expected is noise
+            return (f"cannot parse {item!r}: {reason} (quote values with brackets, commas or spaces; "
                     "grammar: https://hydra.cc/docs/advanced/override_grammar/basic/)")
     return _first_line(exc)
+
+
+def _stray_comma(item: str) -> str | None:
+    """`strategy=none,` (STRATEGIES=none,): a sweep's comma list with an empty name, said as such."""
+    key, eq, value = item.partition("=")
+    if not eq or not value or value[0] in "[{'\"" or "," not in value:
+        return None
+    names = [v.strip() for v in value.split(",")]
+    if all(names):
+        return None
+    kept = ",".join(n for n in names if n)
+    return (f"{item}: an empty name in the comma list (a stray comma); expected names separated by single commas"
+            + (f", e.g. {key}={kept}" if kept else ""))

@@ -161,10 +161,12 @@ def _job(cfg: DictConfig) -> Any:
 def report_job(summary: dict[str, Any]) -> None:
     """The end-of-job line, and a warning when this model's strategies have different infra rates so far."""
     errors = ", ".join(f"{label} {n}" for label, n in summary["errors"].items()) or "none"
+    # the job's errors, a resume's earlier episodes included, as its progress line counts them
+    over = f" over all {summary['ran'] + summary['skipped']} episodes" if summary["skipped"] else ""
     # two lines, each wrapped to a terminal's 160 columns
     print(wrap(f"memdeliv: {summary['job']}: ran {summary['ran']}, resumed past {summary['skipped']} -> "
-               f"{summary['run_dir']}\n  errors: {errors} (each a failed episode, infra too: tau2-bench's leaderboard "
-               f"convention); infra rerun from before {summary.get('infra_rerun', 0)}; provider retries "
+               f"{summary['run_dir']}\n  errors{over}: {errors} (each a failed episode, infra too: tau2-bench's "
+               f"leaderboard convention); infra rerun from before {summary.get('infra_rerun', 0)}; provider retries "
                f"{summary.get('retried', 0)}", "    "))
     if warning := summary.get("infra_warning"):
         print(wrap(f"memdeliv: warning: {warning}"), file=sys.stderr)

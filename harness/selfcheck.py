@@ -3,7 +3,7 @@
 Every retail-test and airline-test task must get reward 1.0 from tau2's own evaluator; otherwise the
 adapter, the orchestrator wiring or the evaluator call is broken. Prints exactly one summary line,
 then one for AppWorld: where its data exists, the oracle runs every dev task's shipped gold solution
-and AppWorld's own evaluator must pass it ("appworld: no data" otherwise, which is not a failure).
+and AppWorld's own evaluator must pass it (otherwise a line saying there is no data, which is not a failure).
 
 Its runs go to a temporary directory, removed when every check passed (so runs/, which the analysis and the
 compare notebook read, never collects selfcheck runs); after a failure it is kept and its path printed.
@@ -24,12 +24,17 @@ BENCHES = ("tau2_retail", "tau2_airline")
 APPWORLD_SPLIT = "dev"  # ships gold solutions, like train, and is the smaller of the two
 
 
+# said in the line itself: a reader of `make selfcheck` need not look up what "no data" means
+NO_APPWORLD_DATA = ("selfcheck: appworld: no data, skipped (not a failure: make appworld-data downloads it, "
+                    "with internet)")
+
+
 def appworld_line(runs_dir: Path, run: str) -> tuple[str, list[str]]:
     """The AppWorld summary line and its failures (none when there is no data to check)."""
     from harness.benchmarks.appworld.adapter import data_root, has_data
 
     if not (has_data(data_root()) or os.environ.get("APPWORLD_DATA_BUNDLE")):
-        return "selfcheck: appworld: no data", []
+        return NO_APPWORLD_DATA, []
     cmd = [sys.executable, "-m", "harness.run", "model=oracle", "strategy=none", "benchmark=appworld",
            f"benchmark.split={APPWORLD_SPLIT}", f"runs_dir={runs_dir}", f"run_name={run}", "progress=false"]
     proc = subprocess.run(cmd, capture_output=True, text=True)

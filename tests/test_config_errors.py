@@ -23,6 +23,9 @@ EXPERIMENTS = ", ".join(sorted(p.stem for p in (REPO / "configs" / "experiment")
     ("progress=maybe", "progress=maybe: expected true or false"),
     ("benchmark.nope=1", "benchmark.nope: no such key; valid keys here: name, domain, split, limit,"),
     ("benchmark.limit=[1", "cannot parse 'benchmark.limit=[1'"),
+    # STRATEGIES=none, : the stray comma and what is expected, not the grammar's token list
+    ("strategy=none,", "strategy=none,: an empty name in the comma list (a stray comma); expected names separated "
+                       "by single commas, e.g. strategy=none\n"),
     ("benchmark.trials=0", "trials"),
     ("benchmark.split=small", "train, test, base"),  # retail has no small split
     ("benchmark.placement=middle", "after_policy"),

@@ -194,3 +194,28 @@ def test_plots_mark_control_arms_and_keep_them_off_the_pareto_front(monkeypatch,
     # the placebo is cheapest and best here: off the front all the same, which is none -> full
     assert list(front.get_xdata()) == sorted(summary.set_index("strategy").loc[["none", "full"], "tokens/task"])
     assert "placebo (control)" in drawn["strategy_bars"][0].get_legend_handles_labels()[1]
+
+
+def test_one_pair_prints_one_delta_in_the_table_and_the_decomposition():
+    """placebo - none = -6 of 160 pairs = -3.75 points exactly; the table's difference of means and the
+    decomposition's mean of differences reach it from either side in the last bits (-3.7499999999999982 vs
+    -3.75), which two roundings printed as -3.7 and -3.8. One rounding (fmt.signed) prints one number."""
+    from analysis import tables
+    from analysis.views.displays import compact_display
+
+    none = [i % 20 < 10 for i in range(160)]  # 80 successes, 50 %
+    placebo = [ok and i not in (0, 1, 2, 20, 21, 40) for i, ok in enumerate(none)]
+    rows = [{"benchmark": "b", "split": "test", "model": "m", "strategy": s, "task_id": str(i // 4), "trial": i % 4,
+             "success": won[i], "error": None, "prompt_tokens": 100, "completion_tokens": 10, "memory_tokens": 50,
+             "steps": 3, "memory": None if s == "none" else "mem.jsonl", "run": "r", "run_dir": "nowhere",
+             "job": f"b/test/m/{s}", "control_arm": {"placebo": "placebo:full"}.get(s)}
+            for s, won in (("none", none), ("placebo", placebo), ("full", none)) for i in range(160)]
+    df = pd.DataFrame(rows)
+    summary = tables.summary_of(df, n_boot=50)
+    effects, _ = controls.decomposition(df, controls.arms(df), n_boot=50)
+    length, = (e for e in effects if e.name == "length")
+    table_value = summary.set_index("strategy").loc["placebo", "Δsuccess_pts"]
+    assert table_value != 100 * length.result.diff and round(table_value, 9) == -3.75  # two sums, one pair
+    in_table = compact_display(summary).set_index("strategy").loc["placebo", "Δ vs none"]
+    in_decomposition = next(line for line in controls.terminal(df, n_boot=50).splitlines() if "length" in line)
+    assert in_table.startswith("-3.8 pts") and "-3.8 pts [" in in_decomposition

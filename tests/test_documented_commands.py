@@ -14,11 +14,12 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import sys
 from pathlib import Path
 
 import doc_commands
 import pytest
-from conftest import REPO, SAMPLE_MEMORY
+from conftest import REPO, SAMPLE_MEMORY, install_readme_plugin
 from doc_commands import ELIDED, DocCommand
 
 COMMANDS = doc_commands.commands()
@@ -122,8 +123,12 @@ def _runnable() -> list[DocCommand]:
 
 
 @pytest.mark.parametrize("cmd", _runnable(), ids=str)
-def test_documented_command_passes_config_validation(cmd: DocCommand, artifact, monkeypatch, capsys):
+def test_documented_command_passes_config_validation(cmd: DocCommand, artifact, monkeypatch, capsys, tmp_path):
     from harness.run import checked_command
+
+    if any("first_k" in a for a in cmd.argv):  # strategies/README.md's plugin, installed as the guide says first
+        monkeypatch.syspath_prepend(str(install_readme_plugin(tmp_path)))
+        monkeypatch.delitem(sys.modules, "my_plugin", raising=False)
 
     for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):  # a key the user has; nothing is called
         monkeypatch.setenv(var, "test-key-not-used-0000")

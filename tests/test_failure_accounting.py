@@ -102,6 +102,14 @@ def test_strategy_whose_deliver_raises_fails_loudly_and_is_counted(runs_dir, cap
     assert job["errors"] == {"strategy": 2} and len(job["failure_details"]["strategy"]) == 2
     err = capsys.readouterr().err
     assert "!!!!" in err and "2 episode(s) failed with error 'strategy'" in err
+    # resumed: nothing left to run, and the end-of-job line still counts the job's errors, as its progress line does
+    from harness.run import report_job
+
+    again, _ = run_strategy("boom_deliver", runs_dir)
+    assert (again["ran"], again["skipped"], again["errors"]) == (0, 2, {"strategy": 2})
+    capsys.readouterr()
+    report_job(again)
+    assert "errors over all 2 episodes: strategy 2 (each a failed episode" in capsys.readouterr().out
     row = summarize(pd.DataFrame(records).assign(run="r"), n_boot=20).iloc[0]
     assert row["records"] == 2 and row["success"] == 0.0  # in the denominator
 

@@ -171,3 +171,13 @@ def test_an_online_playbook_is_refused_on_the_tasks_it_learned_from(tmp_path):
     with pytest.raises(ConfigError, match="learned from 2 of"):
         check_job(compose_job(["model=oracle", "strategy=ace", "benchmark=tau2_retail", "benchmark.limit=3",
                                f"memory={learned}"]))
+
+
+def test_the_readme_says_why_the_sample_memorys_rows_read_unknown_provenance():
+    """Every default and oracle sweep reads the hand-written sample (the Makefile's MEMORY default), which has no
+    `learned_from`: its rows are marked, and the README says why where it shows those sweeps."""
+    assert "learned_from" not in load_memory(SAMPLE_MEMORY)[1]
+    assert f"strategies/samples/{SAMPLE_MEMORY.name}" in (REPO / "Makefile").read_text()
+    readme = " ".join((REPO / "README.md").read_text().split())
+    said = readme[readme.index("make sweep MODEL=oracle"):readme.index("## Reading the result")]
+    assert f"`full [{UNKNOWN}]`" in said and f"hand-written sample `strategies/samples/{SAMPLE_MEMORY.name}`" in said

@@ -91,3 +91,20 @@ def test_a_key_in_the_environment_or_named_by_api_key_env_passes(monkeypatch):
     check_models(compose("model=litellm", "model.name=openai/gpt-4.1", "model.api_key_env=MY_KEY_VAR"))
     check_models(compose("model=oracle"))  # scripted models need no key
     check_models(compose("model=litellm", "model.name=hosted_vllm/my-model"))  # a provider that needs none
+
+
+@pytest.mark.parametrize("args, key, expected", [
+    ("memory=null", "memory", None),  # beats the Makefile's memory=$(MEMORY)
+    ("concurrency=3", "concurrency", 3),
+    ("benchmark.limit=2", "limit", 2),  # beats LIMIT's default
+])
+def test_a_key_given_in_args_wins_over_the_makefiles_default(args, key, expected):
+    """ARGS= is read after every default the Makefile sets (Hydra keeps the later of two overrides of a key)."""
+    plan = subprocess.run(["make", "-n", "-o", "setup", "sweep", "MODEL=simulated", "STRATEGIES=none",
+                           "CONCURRENCY=2", f"ARGS={args}", "RUN=check"], cwd=REPO, capture_output=True, text=True,
+                          check=True).stdout
+    [line] = [line for line in plan.splitlines() if "-m harness.run" in line]
+    overrides = shlex.split(line)[4:]  # after `.venv/bin/python -m harness.run -m`
+    settings = compose(*overrides)
+    value = settings.benchmark.limit if key == "limit" else getattr(settings, key)
+    assert value == expected, line

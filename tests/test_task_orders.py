@@ -79,6 +79,7 @@ def test_the_spread_is_best_minus_worst_order_and_infra_counts_as_a_failure():
             for i in range(10)]
     rows[0]["error"] = "infra"  # order 0, trial 0, t0: success True recorded, infra: a failure by default
     text = orders.terminal(pd.DataFrame(rows))
+    assert text.splitlines()[0].endswith("order 0 is the benchmark's own order.")  # the heading is a whole sentence
     assert "s: success per order 0: 55.0%, 1: 30.0%, 2: 90.0%; spread 60.0 pts" in text
     assert "sd 30.1 pts over 3 orders" in text and "20 episodes (2 trials)" in text
     one_order = pd.DataFrame(rows).query("order == 0")

@@ -143,7 +143,10 @@ def load_records(paths: Iterable[str | Path], warn: Callable[[str], None] | None
     df["strategy"] = provenance_labels(df)
     df["strategy"] = memory_labels(df)  # a second memory artifact is its own row (analysis.runs.identity)
     df["strategy"] = corruption_labels(df)  # memory corrupted on purpose says so (analysis.runs.corruption)
-    df["model"] = served_labels(df)
+    served = served_labels(df)
+    if "user_model" in df:  # a user simulator on the agent's served model is named as the agent is
+        df["user_model"] = df["user_model"].where(df["user_model"] != df["model"], served)
+    df["model"] = served
     return df
 
 
@@ -173,14 +176,19 @@ def load_for_command(prog: str, args: argparse.Namespace) -> tuple[pd.DataFrame,
 SHOWN_PROVENANCE = ("IN-SAMPLE", "unknown provenance")
 
 
+# a served model's label names its server in a word, so the label fits the table's model column
+SERVER_WORDS = {"local llama.cpp": "local"}
+
+
 def served_labels(df: pd.DataFrame) -> pd.Series:
-    """`smollm2-135m-instruct.q4_1 (local llama.cpp)`, not `openai/smollm2-...`: a model the harness served
-    itself (record `model_server`) reached through LiteLLM's OpenAI-compatible route, which is not OpenAI."""
+    """`smollm2-135m-instruct.q4_1 (local)`, not `openai/smollm2-...`: a model the harness served itself (record
+    `model_server`, "local llama.cpp") reached through LiteLLM's OpenAI-compatible route, which is not OpenAI."""
     if "model_server" not in df:
         return df["model"]
     local = df["model_server"].notna()
     alias = df["model"].astype(str).str.split("/", n=1).str[-1]
-    return df["model"].where(~local, alias + " (" + df["model_server"].astype(str) + ")")
+    server = df["model_server"].astype(str).map(lambda name: SERVER_WORDS.get(name, name))
+    return df["model"].where(~local, alias + " (" + server + ")")
 
 
 def ground_truth_labels(df: pd.DataFrame) -> pd.Series:

@@ -132,7 +132,7 @@ class Verdict:
 
     def reconciling(self) -> str | None:
         """One line where the mean view and the band or per-task view answer differently; None where they agree."""
-        mean = f"mean Δ {self.delta_pts:+.1f} pts"
+        mean = f"mean Δ {fmt.signed(self.delta_pts)} pts"
         parts = []
         if self.kind != SHOWN and self.outside_band:
             parts.append(f"{mean} lies outside the pair's A/A band ±{self.band_pts:.1f} (beyond trial noise on these "
@@ -166,5 +166,5 @@ class Verdict:
 def aa_line(observed_pts: float, band_pts: float) -> str:
     """A cell's halves against each other: 'differ by X points (95% at that size: ±B): inside/outside it'."""
     where = "outside" if abs(observed_pts) > band_pts else "inside"
-    return f"differ by {observed_pts:+.1f} points (95% at that size: ±{band_pts:.1f}): {where} it"
+    return f"differ by {fmt.signed(observed_pts)} points (95% at that size: ±{band_pts:.1f}): {where} it"
 

@@ -6,14 +6,15 @@ free, else any free port; the URL is printed. Bad input (no run, no records): on
 
 from __future__ import annotations
 
-import argparse
 import socket
 import sys
 import time
 
 from werkzeug.serving import make_server
 
+from analysis import fmt
 from analysis.runs.load import RunsOverlap
+from analysis.runs.named import runs_named
 from analysis.viewer.app import create_app
 from analysis.viewer.episodes import EpisodeIndex
 
@@ -32,15 +33,17 @@ def free_port(preferred: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis.viewer", description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+", help="run directories (or folders holding them)")
+    parser = fmt.CommandParser("view", prog="python -m analysis.viewer", description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="*", help="run directories (or folders holding them)")
     parser.add_argument("--port", type=int, default=None, help=f"port on {HOST} (default {DEFAULT_PORT} if free)")
     args = parser.parse_args(argv)
+    if not runs_named("view", args.runs):
+        return 2
     started = time.perf_counter()
     try:
         index = EpisodeIndex(args.runs)
     except (FileNotFoundError, ValueError, RunsOverlap) as exc:
-        print(f"view: {exc}", file=sys.stderr)
+        fmt.refuse("view", exc)
         return 2
     for line in index.warnings:
         print(f"warning: {line}", file=sys.stderr)
@@ -48,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         server = make_server(HOST, port, create_app(args.runs, index), threaded=True)
     except OSError as exc:
-        print(f"view: cannot listen on {HOST}:{port} ({exc})", file=sys.stderr)
+        fmt.refuse("view", f"cannot listen on {HOST}:{port} ({exc})")
         return 2
     print(f"{len(index.frame)} episodes loaded in {time.perf_counter() - started:.1f} s", flush=True)
     print(f"viewer: http://{HOST}:{server.port}/  (Ctrl-C stops it)", flush=True)

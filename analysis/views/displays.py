@@ -156,8 +156,8 @@ def _delta(r: pd.Series, short: bool = False) -> str:
     most = max(r["records"], 0 if fmt.missing(base) else base)  # either row holding more: Δ is on fewer pairs
     fewer = f" on {int(pairs)} pairs" if not fmt.missing(pairs) and pairs < most else ""
     if short:
-        return f"{r['Δsuccess_pts']:+.1f} pts{fewer}{flag}"
-    return f"{r['Δsuccess_pts']:+.1f} pts ({fmt.signed_pct(r['Δsuccess_%'])}){fewer}{flag}"
+        return f"{fmt.points(r['Δsuccess_pts'])}{fewer}{flag}"
+    return f"{fmt.points(r['Δsuccess_pts'])} ({fmt.signed_pct(r['Δsuccess_%'])}){fewer}{flag}"
 
 
 def models_display(models: pd.DataFrame) -> pd.DataFrame:

@@ -48,4 +48,4 @@ def terminal(records: pd.DataFrame, exclude: tuple[str, ...] = EXCLUDED) -> str:
     if not blocks:
         return ""
     return fmt.wrap("Task order (benchmark.orders): an online learner's success in each seeded order of the task "
-                    "stream; order 0 is the benchmark's", "") + "\n" + "\n".join(blocks)
+                    "stream; order 0 is the benchmark's own order.", "") + "\n" + "\n".join(blocks)

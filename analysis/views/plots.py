@@ -96,14 +96,21 @@ def _success_scatter(rows: pd.DataFrame, x: str, xlabel: str, out_dir: Path, nam
     return save(fig, out_dir, name)
 
 
+MARKERS = ("o", "s", "^", "D", "v", "x", "P")
+DASHES = ("-", "--", ":", "-.")
+
+
 def line_plot(lines: dict[str, pd.Series], xlabel: str, ylabel: str, title: str, out_dir: Path,
               name: str) -> list[Path]:
     """One line per label (x = the series index); no lines, no figure."""
     if not lines:
         return []
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for label, series in lines.items():
-        ax.plot(series.index, series.values, marker=".", label=label)
+    for i, (label, series) in enumerate(lines.items()):
+        # each line its own marker, dash and size, hollow: lines on the same values (full on two models) nest
+        # instead of hiding one another
+        ax.plot(series.index, series.values, marker=MARKERS[i % len(MARKERS)], linestyle=DASHES[i % len(DASHES)],
+                markersize=max(3.0, 10.0 - 2.0 * i), fillstyle="none", alpha=0.85, label=label)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -156,7 +163,9 @@ def strategy_bars(summary: pd.DataFrame, out_dir: Path) -> list[Path]:
         ax.bar(xs, ys, width=width, yerr=errs, capsize=3, label=strategy + (" (control)" if control else ""),
                hatch="//" if control else None, fill=not control)
     ax.set_xticks(range(len(cells)))
-    ax.set_xticklabels([_cell_title(k) for k, _ in cells], fontsize=8)
+    # a cell's title is several long words (model, benchmark/split): tilted, so neighbours never overlap
+    ax.set_xticklabels([_cell_title(k) for k, _ in cells], fontsize=8, rotation=20, ha="right",
+                       rotation_mode="anchor")
     ax.set_ylabel("success rate (%, 95% CI over tasks)")
     ax.set_ylim(0, 105)
     ax.set_title("Success per strategy")

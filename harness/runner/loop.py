@@ -199,7 +199,8 @@ def close_job(job: Job, store: RunStore, rows: JobRows, model: ModelSpec, tally:
     tally.warn(key)
     return {"job": key, "run_dir": str(store.root), "ran": ran, "skipped": skipped,
             **stopped,
-            "infra_errors": tally.errors.get(INFRA, 0), "errors": dict(tally.errors), "retried": totals["retried"],
+            # errors over the whole job, as its progress line counts them (a resume's earlier episodes too)
+            "infra_errors": totals["infra_errors"], "errors": totals["errors"], "retried": totals["retried"],
             "recovered": totals["recovered"], "infra_rerun": len(rows.attempts), "executor": executor,
             "infra_warning": infra_warning(rows.all, key)}
 
