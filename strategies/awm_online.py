@@ -20,7 +20,7 @@ from strategies.budget import budget_option, fit_budget, token_counter
 from strategies.experiences import condense
 from strategies.reasoning_bank_prompts import JUDGE_SYSTEM, parse_status, user_turn
 from strategies.registry import StrategyContext
-from strategies.role_llm import RoleLLM, role_model
+from strategies.role_llm import RoleLLM
 
 ONLINE_TEMPERATURE, ONLINE_MAX_TOKENS = 1.0, 2048  # webarena/induce_prompt.py llm_generate
 
@@ -60,8 +60,7 @@ class AwmOnline(StrategyBase):
             return {"awm_judged_success": False, "awm_workflows": len(self.workflows)}
         with self._lock:
             solved = [*self._solved, (trajectory.task.task_id, condense(trajectory))]
-        inducer = RoleLLM(self.llm.model, {**self.llm.kwargs, "temperature": ONLINE_TEMPERATURE,
-                                           "max_tokens": ONLINE_MAX_TOKENS}, self.llm.completion, self.llm.usage)
+        inducer = self.llm.with_kwargs(temperature=ONLINE_TEMPERATURE, max_tokens=ONLINE_MAX_TOKENS)
         found = parse_workflows(inducer.ask(INSTRUCTION, induction_prompt([line for _, line in solved]),
                                             "awm_induction"))
         sources = tuple(dict.fromkeys(task_id for task_id, _ in solved))
@@ -96,4 +95,4 @@ class AwmOnline(StrategyBase):
     def create(cls, ctx: StrategyContext) -> "AwmOnline":
         model = ctx.options.get("model")
         return cls(options=dict(ctx.options), count_tokens=token_counter(ctx.model),
-                   llm=RoleLLM(role_model(model, ctx.model), dict(ctx.model_kwargs) if not model else {}))
+                   llm=RoleLLM.role(ctx.run_client(), model))

@@ -72,8 +72,7 @@ class Cheatsheet(StrategyBase):
 
     def curator(self) -> RoleLLM:
         assert self.llm is not None, "dynamic_cheatsheet learns only when built with a model (create)"
-        return RoleLLM(self.llm.model, {**self.llm.kwargs, "temperature": self.opts.temperature,
-                                        "max_tokens": self.opts.max_tokens}, self.llm.completion, self.llm.usage)
+        return self.llm.with_kwargs(temperature=self.opts.temperature, max_tokens=self.opts.max_tokens)
 
     def new_stream(self) -> "Cheatsheet":
         return type(self)(options=dict(self.options), llm=self.llm)

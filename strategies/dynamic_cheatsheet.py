@@ -21,7 +21,7 @@ from strategies.dc_retrieval_synthesis import RetrievalSynthesisCheatsheet
 from strategies.extraction import render_trajectory
 from strategies.reasoning_bank_prompts import query_of
 from strategies.registry import StrategyContext
-from strategies.role_llm import RoleLLM, role_model
+from strategies.role_llm import RoleLLM
 
 CURATOR_SYSTEM = """# CHEATSHEET CURATOR
 
@@ -60,6 +60,6 @@ class DynamicCheatsheet(Cheatsheet):
     @classmethod
     def create(cls, ctx: StrategyContext) -> Cheatsheet:
         opts = CheatsheetOptions.from_options(ctx.options)
-        llm = RoleLLM(role_model(opts.model, ctx.model), dict(ctx.model_kwargs) if not opts.model else {})
+        llm = RoleLLM.role(ctx.run_client(), opts.model)
         made = RetrievalSynthesisCheatsheet if opts.variant == "retrieval_synthesis" else cls
         return made(options=dict(ctx.options), llm=llm)

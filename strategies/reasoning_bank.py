@@ -31,7 +31,7 @@ from strategies.options import check_types
 from strategies.reasoning_bank_prompts import (FAILURE_SYSTEM, JUDGE_SYSTEM, MAX_ITEMS, SUCCESS_SYSTEM,
                                                parse_items, parse_status, query_of, user_turn)
 from strategies.registry import StrategyContext
-from strategies.role_llm import RoleLLM, role_model
+from strategies.role_llm import RoleLLM
 from strategies.vector_search import rank_rows, stable_similarity
 
 KIND = "reasoning_bank"
@@ -70,8 +70,8 @@ def distil(trajectory: Trajectory, key: str, llm: RoleLLM, opts: BankOptions) ->
         success = bool(trajectory.success)
     else:  # no verdict counts as a failure: its lessons are then framed as what to avoid
         success = bool(parse_status(llm.ask(JUDGE_SYSTEM, turn, "rb_judge")))
-    answer = RoleLLM(llm.model, {**llm.kwargs, "temperature": opts.temperature}, llm.completion, llm.usage).ask(
-        SUCCESS_SYSTEM if success else FAILURE_SYSTEM, turn, "rb_extractor")
+    answer = llm.with_kwargs(temperature=opts.temperature).ask(SUCCESS_SYSTEM if success else FAILURE_SYSTEM, turn,
+                                                               "rb_extractor")
     query = query_of(trajectory)
     items = [Guideline(id=f"rb-{key}-{i}", text=f"{title}: {description} {content}",
                        category="strategy" if success else "recovery", source_task_ids=(trajectory.task.task_id,),
@@ -186,7 +186,7 @@ class ReasoningBank(StrategyBase):
     def create(cls, ctx: StrategyContext) -> "ReasoningBank":
         opts = BankOptions.from_options(ctx.options)
         return cls(options=dict(ctx.options), items=tuple(load_bank(ctx.memory_path)),
-                   llm=RoleLLM(role_model(opts.model, ctx.model), dict(ctx.model_kwargs) if not opts.model else {}),
+                   llm=RoleLLM.role(ctx.run_client(), opts.model),
                    count_tokens=token_counter(ctx.model))
 
 

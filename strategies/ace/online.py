@@ -292,15 +292,13 @@ def _stream_facts(ace: AcePlaybook, trajectory: Trajectory | None, playbook: Pla
 
 def _role(options: dict[str, Any], role: str, ctx: StrategyContext) -> JsonLLM:
     """`<role>_model: null` = the run's own model (and its kwargs, e.g. a local server's api_base)."""
-    model = options.get(f"{role}_model") or ctx.model
-    if not model:
+    if not (options.get(f"{role}_model") or ctx.model):
         raise ValueError(f"ace_online: no model for the {role}; set strategy.options.{role}_model")
-    own = options.get(f"{role}_kwargs")
-    kwargs = dict(own) if own is not None else (dict(ctx.model_kwargs) if model == ctx.model else {})
     settings = AceSettings.from_options(options)
-    return JsonLLM(model=model, kwargs=kwargs, json_mode=options.get("json_mode", "schema"),
-                   api_key_env=options.get(f"{role}_api_key_env"), max_retries=settings.role_max_retries,
-                   retry_backoff_s=settings.role_retry_backoff_s)
+    client = ctx.run_client().configured(options.get(f"{role}_model"), options.get(f"{role}_kwargs"),
+                                         options.get(f"{role}_api_key_env"), max_retries=settings.role_max_retries,
+                                         retry_backoff_s=settings.role_retry_backoff_s)
+    return JsonLLM.of(client, json_mode=options.get("json_mode", "schema"))
 
 
 def _embedder(options: dict[str, Any]) -> Any:
