@@ -18,6 +18,7 @@ from strategies.awm import INSTRUCTION, induction_prompt, parse_workflows, rende
 from strategies.base import Delivery, Gold, Guideline, Rerun, StepView, StrategyBase, TaskView, Trajectory
 from strategies.budget import budget_option, fit_budget, token_counter
 from strategies.experiences import condense
+from strategies.plan_block import PlanEstimate
 from strategies.reasoning_bank_prompts import JUDGE_SYSTEM, parse_status, user_turn
 from strategies.registry import StrategyContext
 from strategies.role_llm import RoleLLM
@@ -90,6 +91,11 @@ class AwmOnline(StrategyBase):
         if model is not None and not (isinstance(model, str) and model):
             raise ValueError(f"awm_online: option 'model' must be a model string or null, got {model!r}")
         budget_option(cls.name, options)
+
+    @classmethod
+    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
+        return PlanEstimate(0.0, "no workflows at first (they are induced online; its judge and induction calls are "
+                            "not in this estimate)", {"awm_judge": 1.0, "awm_induction": 1.0})
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "AwmOnline":

@@ -192,6 +192,7 @@ class StrategyBase:
     - `uses_ground_truth(options)`: whether, so configured, it learns from labels (withheld otherwise);
     - `learns_online_with(options)`: whether, so configured, it learns online (`benchmark.orders`, `make plan`);
     - `check_memory(path)`: refuses (ValueError) an artifact it cannot start from (exit 2 before anything runs);
+    - `plan_estimate(memory, count, options)`: what `make plan` prices (strategies/plan_block.py);
     - `create(ctx)`: the strategy for one job (default: built from its options)."""
 
     name: str = "base"
@@ -223,6 +224,12 @@ class StrategyBase:
     def learns_online_with(cls, options: dict[str, Any]) -> bool:
         declared = getattr(cls, "learns_online", False)  # a class attribute, or the field's default
         return declared if isinstance(declared, bool) else False
+
+    @classmethod
+    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> Any:
+        """-> strategies.plan_block.PlanEstimate; None (undeclared): the plan counts every guideline of the
+        artifact, an upper bound (strategies.plan_block.full_block)."""
+        return None
 
     @classmethod
     def create(cls, ctx: Any) -> "StrategyBase":  # ctx: strategies.registry.StrategyContext

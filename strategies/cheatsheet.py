@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from strategies.base import Delivery, Guideline, StepView, StrategyBase, TaskView
 from strategies.options import check_types
+from strategies.plan_block import PlanEstimate
 from strategies.role_llm import RoleLLM
 
 EMPTY_CHEATSHEET = "(empty)"  # the reference's initial cheatsheet
@@ -88,6 +89,11 @@ class Cheatsheet(StrategyBase):
     @classmethod
     def validate_options(cls, options: dict[str, Any]) -> None:
         CheatsheetOptions.from_options(options)
+
+    @classmethod
+    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
+        return PlanEstimate(float(count(delivered(EMPTY_CHEATSHEET).text)), "the (empty) cheatsheet it starts from "
+                            "(it grows online; its curator calls are not in this estimate)", {"dc_curator": 1.0})
 
 
 def delivered(text: str) -> Delivery:

@@ -43,6 +43,9 @@ class LegacyFactory:
         declared = getattr(self.obj, "learns_online", False)  # an old plugin declares it on its class, if at all
         return declared if isinstance(declared, bool) else False
 
+    def plan_estimate(self, memory: Optional[str], count: Any, options: dict[str, Any]) -> Any:
+        return None  # an old plugin declares nothing: the plan counts the full block, an upper bound
+
     @property
     def trial_streams(self) -> bool:
         declared = getattr(self.obj, "trial_streams", False)

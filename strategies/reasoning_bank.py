@@ -28,6 +28,7 @@ from strategies.base import (Delivery, Embedder, Gold, Guideline, Rerun, StepVie
                              Trajectory, seen_task_text)
 from strategies.budget import budget_option, fit_budget, token_counter
 from strategies.options import check_types
+from strategies.plan_block import NO_ARTIFACT, PlanEstimate, artifact_items, median_window
 from strategies.reasoning_bank_prompts import (FAILURE_SYSTEM, JUDGE_SYSTEM, MAX_ITEMS, SUCCESS_SYSTEM,
                                                parse_items, parse_status, query_of, user_turn)
 from strategies.registry import StrategyContext
@@ -181,6 +182,22 @@ class ReasoningBank(StrategyBase):
     @classmethod
     def learns_online_with(cls, options: dict[str, Any]) -> bool:
         return BankOptions.from_options(options).learn_online
+
+    @classmethod
+    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
+        """The top_k median-sized past tasks' items of the starting bank."""
+        items = artifact_items(memory)
+        if items is None:
+            return NO_ARTIFACT
+        groups: dict[str, list[Guideline]] = {}
+        for g in items:
+            groups.setdefault(g.id.rsplit("-", 1)[0], []).append(g)
+        top_k = int(options.get("top_k", 1))
+        picked = [g for task in median_window(list(groups.values()), top_k, lambda t: sum(len(g.text) for g in t))
+                  for g in task]
+        return PlanEstimate(float(count(render_bank(picked))), f"top_k {top_k} past tasks' items; it grows online (its "
+                            "judge and extractor calls per episode are not in this estimate)",
+                            {"rb_judge": 1.0, "rb_extractor": 1.0})
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "ReasoningBank":

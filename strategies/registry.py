@@ -138,7 +138,7 @@ def check_memory(name: str, path: str | None) -> None:
 
 def trial_streams(name: str) -> bool:
     """Whether an online learner keeps one independent stream per trial (`benchmark.orders` permutes each)."""
-    return getattr(strategy_class(name), "trial_streams", False) is True
+    return strategy_class(name).trial_streams is True  # declared by StrategyBase (and the legacy fitting)
 
 
 def create(name: str, ctx: StrategyContext) -> Strategy:

@@ -16,6 +16,7 @@ from strategies.ace.strategy import LATEST, ONLINE_OPTIONS, RENAMED, SNAPSHOTS, 
 from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory
 from strategies.budget import token_counter
 from strategies.memory_file import learned_from, read_playbook_or_guidelines
+from strategies.plan_block import PlanEstimate, full_block
 from strategies.registry import StrategyContext
 
 
@@ -201,6 +202,10 @@ class AceOnline(AcePlaybook):
                           embeddings=EmbeddingCache(_embedder(options)) if settings.dedup_on else None)
         return cls(playbook, adapter=adapter, artifacts_dir=ctx.artifacts_dir, meta=meta, options=options,
                    learned_from=ctx.learned_from, token_model=ctx.model)
+
+    @classmethod
+    def plan_estimate(cls, memory: str | None, count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
+        return full_block(memory, count)  # the playbook's guidelines, as plain bullets (an upper bound)
 
     @classmethod
     def uses_ground_truth(cls, options: dict[str, Any]) -> bool:
