@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from strategies.awm import INSTRUCTION, induction_prompt, parse_workflows, render_workflows
 from strategies.base import Delivery, Gold, Guideline, Rerun, StepView, StrategyBase, TaskView, Trajectory
+from strategies.stream_data import guideline_data, guidelines_of, other_stream
 from strategies.budget import budget_option, fit_budget, token_counter
 from strategies.experiences import condense
 from strategies.plan_block import PlanEstimate
@@ -35,6 +36,7 @@ class AwmOnline(StrategyBase):
     learns_online: bool = True
     llm: Optional[RoleLLM] = None
     count_tokens: Optional[Callable[[str], int]] = field(default=None, repr=False)
+    stream_trial: int = 0  # the trial whose stream this is (0: the job's strategy, which holds the others)
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
     _streams: dict[int, "AwmOnline"] = field(init=False, repr=False, default_factory=dict)
 
@@ -56,6 +58,8 @@ class AwmOnline(StrategyBase):
 
     def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
               samples: Optional[int] = None) -> Mapping[str, Any]:
+        if trial := other_stream(self.stream_trial, trajectory):  # the episode's own stream learns it
+            return self.for_trial(trial).learn(trajectory, rerun, gold, samples)
         assert self.llm is not None, "awm_online learns only when built with a model (create)"
         if not parse_status(self.llm.ask(JUDGE_SYSTEM, user_turn(trajectory), "awm_judge")):
             return {"awm_judged_success": False, "awm_workflows": len(self.workflows)}
@@ -73,13 +77,25 @@ class AwmOnline(StrategyBase):
                 self._delivery = self._fit()
             return {"awm_judged_success": True, "awm_workflows": len(self.workflows)}
 
+    def stream_state(self, trial: int) -> dict[str, Any]:
+        stream = self.for_trial(trial)
+        with stream._lock:
+            return {"solved": [list(pair) for pair in stream._solved], "workflows": guideline_data(stream.workflows)}
+
+    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
+        stream = self.for_trial(trial)
+        with stream._lock:
+            stream._solved = [(str(task_id), str(line)) for task_id, line in state["solved"]]
+            stream.workflows = tuple(guidelines_of(state["workflows"]))
+            stream._delivery = stream._fit()
+
     def for_trial(self, trial: int) -> "AwmOnline":
         if trial == 0:
             return self
         with self._lock:  # each trial its own stream from no workflows
             if trial not in self._streams:
                 self._streams[trial] = AwmOnline(options=dict(self.options), llm=self.llm,
-                                                 count_tokens=self.count_tokens)
+                                                 count_tokens=self.count_tokens, stream_trial=trial)
             return self._streams[trial]
 
     @classmethod

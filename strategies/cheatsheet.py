@@ -60,6 +60,7 @@ class Cheatsheet(StrategyBase):
     learns_online: bool = True
     llm: Optional[RoleLLM] = None
     cheatsheet: str = EMPTY_CHEATSHEET
+    stream_trial: int = 0  # the trial whose stream this is (0: the job's strategy, which holds the others)
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
     _streams: dict[int, "Cheatsheet"] = field(init=False, repr=False, default_factory=dict)
 
@@ -78,12 +79,30 @@ class Cheatsheet(StrategyBase):
     def new_stream(self) -> "Cheatsheet":
         return type(self)(options=dict(self.options), llm=self.llm)
 
+    def stream_state(self, trial: int) -> dict[str, Any]:
+        stream = self.for_trial(trial)
+        with stream._lock:
+            return stream.state_data()
+
+    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
+        stream = self.for_trial(trial)
+        with stream._lock:
+            stream.set_state_data(state)
+
+    def state_data(self) -> dict[str, Any]:
+        """This stream as data (a variant adds what it keeps); called under the stream's lock."""
+        return {"cheatsheet": self.cheatsheet}
+
+    def set_state_data(self, state: Mapping[str, Any]) -> None:
+        self.cheatsheet = str(state["cheatsheet"])
+
     def for_trial(self, trial: int) -> "Cheatsheet":
         if trial == 0:
             return self
         with self._lock:  # each trial its own stream from "(empty)"
             if trial not in self._streams:
                 self._streams[trial] = self.new_stream()
+                self._streams[trial].stream_trial = trial
             return self._streams[trial]
 
     @classmethod

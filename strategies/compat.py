@@ -119,3 +119,9 @@ class LegacyStrategy:
         own = getattr(self.inner, "applied_episodes", None)
         applied = own() if own is not None else None
         return frozenset(applied) if applied is not None else None
+
+    def stream_state(self, trial: int) -> Optional[dict[str, Any]]:
+        return None  # an old-protocol learner keeps no state as data
+
+    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
+        return None

@@ -23,6 +23,7 @@ from strategies.cheatsheet import EMPTY_CHEATSHEET, Cheatsheet, delivered, extra
 from strategies.extraction import render_trajectory
 from strategies.reasoning_bank_prompts import query_of
 from strategies.role_client import RoleCallFailed
+from strategies.stream_data import other_stream
 from strategies.vector_search import rank_rows, stable_similarity
 
 RS_CURATOR_SYSTEM = """# CHEATSHEET CURATOR (retrieval synthesis)
@@ -104,6 +105,8 @@ class RetrievalSynthesisCheatsheet(Cheatsheet):
 
     def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
               samples: Optional[int] = None) -> Mapping[str, Any]:
+        if trial := other_stream(self.stream_trial, trajectory):  # the episode's own stream learns it
+            return self.for_trial(trial).learn(trajectory, rerun, gold, samples)
         task = query_of(trajectory)
         assert self.embedder is not None
         vec = np.asarray(self.embedder.embed([task]), np.float32)
@@ -111,7 +114,23 @@ class RetrievalSynthesisCheatsheet(Cheatsheet):
             self._vectors = vec if not self._inputs else np.vstack([self._vectors, vec])
             self._inputs.append(task)
             self._outputs.append(render_trajectory(trajectory))
-            return {"dc_pairs": len(self._inputs), "update_lost": trajectory.task.task_id in self._lost}
+            lost = trajectory.task.task_id in self._lost  # its synthesis before the episode failed
+            return {"dc_pairs": len(self._inputs), **({"update_lost": True} if lost else {})}
+
+    def state_data(self) -> dict[str, Any]:
+        return {**super().state_data(), "inputs": list(self._inputs), "outputs": list(self._outputs),
+                "lost": sorted(self._lost)}
+
+    def set_state_data(self, state: Mapping[str, Any]) -> None:
+        super().set_state_data(state)
+        inputs = [str(x) for x in state["inputs"]]
+        if inputs != self._inputs:  # embedded one by one, as learn embeds them
+            assert self.embedder is not None
+            vectors = [np.asarray(self.embedder.embed([task]), np.float32) for task in inputs]
+            self._vectors = np.vstack(vectors) if vectors else np.zeros((0, 1), dtype=np.float32)
+            self._inputs = inputs
+        self._outputs = [str(x) for x in state["outputs"]]
+        self._lost = {str(x) for x in state.get("lost", ())}
 
     def new_stream(self) -> Cheatsheet:
         return RetrievalSynthesisCheatsheet(options=dict(self.options), llm=self.llm, embedder=self.embedder)

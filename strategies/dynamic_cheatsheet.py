@@ -22,6 +22,7 @@ from strategies.extraction import render_trajectory
 from strategies.reasoning_bank_prompts import query_of
 from strategies.registry import StrategyContext
 from strategies.role_llm import RoleLLM
+from strategies.stream_data import other_stream
 
 CURATOR_SYSTEM = """# CHEATSHEET CURATOR
 
@@ -50,6 +51,8 @@ def curator_turn(trajectory: Trajectory, cheatsheet: str) -> str:
 class DynamicCheatsheet(Cheatsheet):
     def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
               samples: Optional[int] = None) -> Mapping[str, Any]:
+        if trial := other_stream(self.stream_trial, trajectory):  # the episode's own stream learns it
+            return self.for_trial(trial).learn(trajectory, rerun, gold, samples)
         with self._lock:
             old = self.cheatsheet
         new = extract_cheatsheet(self.curator().ask(CURATOR_SYSTEM, curator_turn(trajectory, old), "dc_curator"), old)

@@ -18,6 +18,7 @@ scripted or simulated run model is answered by the SCRIPTED designs model (strat
 
 from __future__ import annotations
 
+import itertools
 import threading
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Mapping, Optional, Sequence
@@ -33,6 +34,7 @@ from strategies.reasoning_bank_prompts import (FAILURE_SYSTEM, JUDGE_SYSTEM, MAX
                                                parse_items, parse_status, query_of, user_turn)
 from strategies.registry import StrategyContext
 from strategies.role_llm import RoleLLM
+from strategies.stream_data import guideline_data, guidelines_of, other_stream
 from strategies.vector_search import rank_rows, stable_similarity
 
 KIND = "reasoning_bank"
@@ -98,6 +100,7 @@ class ReasoningBank(StrategyBase):
     embedder: Optional[Embedder] = None
     llm: Optional[RoleLLM] = None
     count_tokens: Optional[Callable[[str], int]] = field(default=None, repr=False)
+    stream_trial: int = 0  # the trial whose stream this is (0: the job's strategy, which holds the others)
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
     _streams: dict[int, "ReasoningBank"] = field(init=False, repr=False, default_factory=dict)
 
@@ -149,6 +152,8 @@ class ReasoningBank(StrategyBase):
               samples: Optional[int] = None) -> Mapping[str, Any]:
         if not self.learns_online:
             return {}
+        if trial := other_stream(self.stream_trial, trajectory):  # the episode's own stream learns it
+            return self.for_trial(trial).learn(trajectory, rerun, gold, samples)
         assert self.llm is not None, "reasoning_bank learns online only when built with a model (create)"
         key = (trajectory.episode or trajectory.task.task_id).replace("#", "-t")
         success, items = distil(trajectory, key, self.llm, self.opts)
@@ -157,6 +162,27 @@ class ReasoningBank(StrategyBase):
             self._add(items)
         return {"rb_judged_success": success, "rb_items_added": len(items)}
 
+    def stream_state(self, trial: int) -> Optional[dict[str, Any]]:
+        """The items a stream has learned (its starting bank is the job's artifact)."""
+        if not self.learns_online:
+            return None
+        stream = self.for_trial(trial)
+        with stream._lock:
+            return {"items": guideline_data(stream._bank[len(stream.items):])}
+
+    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
+        stream, learned = self.for_trial(trial), guidelines_of(state["items"])
+        with stream._lock:
+            if stream._bank[len(stream.items):] == learned:
+                return
+            stream._bank, stream._groups, stream._queries = list(stream.items), {}, []
+            stream._vectors = np.zeros((0, 1), dtype=np.float32)
+            stream._add(stream._bank)
+            for _, group in itertools.groupby(learned, key=lambda g: g.id.rsplit("-", 1)[0]):  # one per episode
+                items = list(group)
+                stream._bank += items
+                stream._add(items)
+
     def for_trial(self, trial: int) -> "ReasoningBank":
         if trial == 0 or not self.learns_online:
             return self
@@ -164,7 +190,7 @@ class ReasoningBank(StrategyBase):
             if trial not in self._streams:  # its own stream, from the same starting bank
                 self._streams[trial] = ReasoningBank(options=dict(self.options), items=self.items,
                                                      embedder=self.embedder, llm=self.llm,
-                                                     count_tokens=self.count_tokens)
+                                                     count_tokens=self.count_tokens, stream_trial=trial)
             return self._streams[trial]
 
     @classmethod

@@ -29,6 +29,7 @@ from harness.benchmarks.protocol import Task
 from harness.errors import INFRA, StrategyError, call_strategy
 from harness.records import Outcome
 from harness.runner.budget import episode_cost
+from harness.runner.stream_state import StreamStates
 from harness.serving.faults import ProviderUnusable
 from harness.store import RunStore
 from strategies import Strategy, Trajectory
@@ -55,15 +56,19 @@ def shown(trajectory: Optional[Trajectory], ground_truth: bool) -> Optional[Traj
 
 def learner(strategy: Strategy, bench: Benchmark, run_attempt: Callable[[Task, int, int], Outcome], store: RunStore,
             samples: int | None = None, ground_truth: bool = False,
-            charge: Callable[[float | None], None] | None = None) -> Learn:
+            charge: Callable[[float | None], None] | None = None, states: StreamStates | None = None) -> Learn:
     """-> learn(trajectory, task, trial) -> row facts: `strategy.learn` with rerun and gold; an exception raised
     by the strategy comes out as a StrategyError. Labels and the gold solution reach the strategy only with
     `ground_truth` (the config check allows that on train only). `charge` (budget_usd) is told what each re-run
-    and each update's own model calls cost, as they are spent."""
+    and each update's own model calls cost, as they are spent. `states`: the learner's streams, committed after
+    each update (harness/runner/stream_state.py)."""
     gold_allowed = ground_truth and bench.settings.split == "train"
 
     def run(trajectory: Trajectory, task: Task, trial: int) -> Mapping[str, Any]:
         attempts = itertools.count(1)
+        key = trajectory.episode
+        if states is not None and key is not None and key in (states.applied() or ()):
+            return {}  # a re-run after a kill between the update's commit and the row: learned once already
 
         def rerun() -> Any:
             outcome = run_attempt(task, trial, next(attempts))
@@ -90,6 +95,8 @@ def learner(strategy: Strategy, bench: Benchmark, run_attempt: Callable[[Task, i
             finally:
                 if charge is not None and spent.of("learning"):  # spent even when the update then failed
                     charge(by_role.cost(spent.usage()))
+        if states is not None and key is not None:
+            states.commit(trial, key)  # before the row: a kill between the two re-runs the episode, learns nothing
         learning = {role: u for role, u in spent.usage().items() if role not in by_role.IDLE}
         facts = {"update_lost": False, **(facts if isinstance(facts, Mapping) else {})}
         return {**facts, **({"usage": learning} if learning else {})}

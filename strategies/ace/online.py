@@ -13,7 +13,7 @@ from strategies.ace.llm import JsonLLM
 from strategies.ace.playbook import Playbook, load_playbook
 from strategies.ace.pruning import EmbeddingCache
 from strategies.ace.strategy import LATEST, ONLINE_OPTIONS, RENAMED, SNAPSHOTS, AcePlaybook, check_options, now_utc
-from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory
+from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory, trial_of
 from strategies.budget import token_counter
 from strategies.memory_file import learned_from, read_playbook_or_guidelines
 from strategies.plan_block import PlanEstimate, full_block
@@ -116,7 +116,7 @@ class AceOnline(AcePlaybook):
         task's gold solution, asked for only when ground truth is allowed) and `samples` (the job's episodes,
         for the Curator's "sample i of N"). Returns facts for the episode's record (`update_lost`).
         Strategies never see the adapter."""
-        trial = _trial_of(trajectory.episode)
+        trial = trial_of(trajectory.episode)
         stream = self._stream(trial)
         key = _episode_key(trajectory.task.task_id, trial)  # reflections are keyed by episode, never shared
 
@@ -219,12 +219,6 @@ STREAM_DIR = "trial_"
 
 def _episode_key(task_id: str, trial: int) -> str:
     return f"{task_id}#{trial}"
-
-
-def _trial_of(episode: str | None) -> int:
-    """The trial of an episode key `<task>#<trial>` (None: an offline build, stream 0)."""
-    tail = episode.rsplit("#", 1)[-1] if episode else ""
-    return int(tail) if tail.isdigit() else 0
 
 
 @dataclass
