@@ -13,6 +13,7 @@ import pytest
 from conftest import HUNG_S, REPO, read_records
 from harness.run import compose_job
 from harness.runner import run_job
+from harness.scripted.ace_roles import MODEL as ACE_ROLES
 
 JOB = REPO / "tests" / "online_learner_job.py"
 BASE = ["model=oracle", "benchmark.limit=4", "concurrency=1"]
@@ -27,18 +28,25 @@ def deliveries(run_dir):
             for r in read_records(run_dir)}
 
 
-@pytest.mark.parametrize("where", ["row", "commit"])
-@pytest.mark.parametrize("learner", list(LEARNERS))
+ACE = ["strategy=ace_online", f"strategy.options.reflector_model={ACE_ROLES}",
+       f"strategy.options.curator_model={ACE_ROLES}", "strategy.options.dedup_threshold=null"]
+# ace_online commits its playbook in its own files (docs/store.md): killed between an update and its row, its re-run
+# episode sees the updated playbook, so only a kill between episodes resumes to an uninterrupted run's deliveries
+CASES = [*[(learner, where) for learner in LEARNERS for where in ("row", "commit")], ("ace_online", "row")]
+
+
+@pytest.mark.parametrize("learner,where", CASES)
 def test_a_killed_learner_resumes_every_stream_where_it_stopped(runs_dir, learner, where):
-    overrides = [*BASE, *LEARNERS[learner]]
+    overrides = [*BASE, *LEARNERS.get(learner, ACE)]
     run_job(compose_job([*overrides, "progress=false", f"runs_dir={runs_dir}", "run_name=whole"]))
     killed = subprocess.run([sys.executable, str(JOB), str(runs_dir), "cut", where, "2", *overrides], cwd=REPO / "tests",
                             capture_output=True, text=True, timeout=HUNG_S,
                             env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
     assert killed.returncode == 9, killed.stderr[-2000:]
     assert len(read_records(runs_dir / "cut")) == (2 if where == "row" else 1)
-    state = json.loads(next((runs_dir / "cut" / "streams").glob("*/trial_0.json")).read_text())
-    assert len(state["applied"]) == 2  # two updates committed, whatever the rows say
+    if learner in LEARNERS:
+        state = json.loads(next((runs_dir / "cut" / "streams").glob("*/trial_0.json")).read_text())
+        assert len(state["applied"]) == 2  # two updates committed, whatever the rows say
 
     run_job(compose_job([*overrides, "progress=false", f"runs_dir={runs_dir}", "run_name=cut"]))
     whole, cut = deliveries(runs_dir / "whole"), deliveries(runs_dir / "cut")
