@@ -67,3 +67,16 @@ def test_a_learners_failed_call_loses_the_update_and_never_the_episode(runs_dir,
     assert table_main([str(runs_dir / "lost")]) == 0
     line = next(row for row in capsys.readouterr().out.splitlines() if row.split()[1:2] == [key.split("/")[-1]])
     assert f"update lost {TASKS}" in line and "100.0%" in line
+
+
+def test_a_learner_whose_provider_is_unusable_stops_the_job_as_the_agent_would(runs_dir, monkeypatch):
+    monkeypatch.setenv("LLMCRED", KEY)
+    scripts, scenarios = scripts_for(config(runs_dir, "x", "http://unused", "dynamic_cheatsheet"))
+    with FaultServer(scripts, scenarios, learner_reply=learner_reply) as server:
+        server.learner_default = "401"
+        summary = run_job(config(runs_dir, "badkey", server.api_base, "dynamic_cheatsheet"))
+        learner_calls = [e for e in server.log if e["role"] == "learner"]
+    assert summary["stopped"]["reason"] == "provider_unusable" and "dynamic_cheatsheet" in summary["stopped"]["detail"]
+    assert len(learner_calls) == 1  # not retried: every call would fail alike
+    results = runs_dir / "badkey" / "results.jsonl"  # no row: the episode whose update could not run reruns on resume
+    assert not results.exists() or not results.read_text().strip()
