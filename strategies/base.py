@@ -236,7 +236,7 @@ class StrategyBase:
 
     @classmethod
     def learns_online_with(cls, options: dict[str, Any]) -> bool:
-        declared = getattr(cls, "learns_online", False)  # a class attribute, or the field's default
+        declared = cls.learns_online  # a class attribute, or the field's default (a property: not a bool)
         return declared if isinstance(declared, bool) else False
 
     @classmethod
