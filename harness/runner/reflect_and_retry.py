@@ -67,8 +67,6 @@ def learner(strategy: Strategy, bench: Benchmark, run_attempt: Callable[[Task, i
     def run(trajectory: Trajectory, task: Task, trial: int) -> Mapping[str, Any]:
         attempts = itertools.count(1)
         key = trajectory.episode
-        if states is not None and key is not None and key in (states.applied() or ()):
-            return {}  # a re-run after a kill between the update's commit and the row: learned once already
 
         def rerun() -> Any:
             outcome = run_attempt(task, trial, next(attempts))
@@ -96,7 +94,7 @@ def learner(strategy: Strategy, bench: Benchmark, run_attempt: Callable[[Task, i
                 if charge is not None and spent.of("learning"):  # spent even when the update then failed
                     charge(by_role.cost(spent.usage()))
         if states is not None and key is not None:
-            states.commit(trial, key)  # before the row: a kill between the two re-runs the episode, learns nothing
+            states.commit(trial, key)  # before the row: a kill between the two rolls this update back on resume
         learning = {role: u for role, u in spent.usage().items() if role not in by_role.IDLE}
         facts = {"update_lost": False, **(facts if isinstance(facts, Mapping) else {})}
         return {**facts, **({"usage": learning} if learning else {})}
