@@ -13,7 +13,8 @@ from __future__ import annotations
 import traceback
 from typing import TYPE_CHECKING, Any, Optional, TextIO
 
-from harness.serving.faults import ContextOverflow, InfraError, RequestRejected
+from harness.serving.faults import ContextOverflow, InfraError, ProviderUnusable, RequestRejected
+from strategies.role_client import RoleProviderUnusable
 
 if TYPE_CHECKING:
     from harness.row import RowLike
@@ -49,10 +50,13 @@ class UserSimulatorError(RuntimeError):
 
 def call_strategy(strategy: Strategy, phase: str, *args: object) -> Any:
     """strategy.<phase>(*args) (a member of the Strategy protocol, called by name), with any exception wrapped in
-    StrategyError (the runner labels it "strategy")."""
+    StrategyError (the runner labels it "strategy"), except a role's provider that is unusable (bad key, unknown
+    model): ProviderUnusable, which stops the job as the agent's own would."""
     method = getattr(strategy, phase)  # dispatch, not a probe: every phase is a protocol member
     try:
         return method(*args)
+    except RoleProviderUnusable as exc:
+        raise ProviderUnusable(f"strategy {strategy.name!r}: {exc}") from exc
     except Exception as exc:
         raise StrategyError(strategy.name, phase, exc) from exc
 

@@ -131,6 +131,7 @@ class Outcome:
     payload: Optional[bytes] = field(default=None, repr=False)
     stop: Optional[Stop] = None
     unreachable: Optional[str] = None
+    stream_state: Optional[dict[str, Any]] = None  # a Ray worker's stream after the episode (its deliver may learn)
 
 
 # How an episode runs: (task, trial[, rerun]) -> its Outcome (harness/runner/episode.py's EpisodeRunner, a Ray

@@ -16,11 +16,13 @@ from typing import Any, Callable, Mapping, Optional
 
 from strategies.awm import INSTRUCTION, induction_prompt, parse_workflows, render_workflows
 from strategies.base import Delivery, Gold, Guideline, Rerun, StepView, StrategyBase, TaskView, Trajectory
+from strategies.stream_data import guideline_data, guidelines_of, other_stream
 from strategies.budget import budget_option, fit_budget, token_counter
 from strategies.experiences import condense
+from strategies.plan_block import PlanEstimate
 from strategies.reasoning_bank_prompts import JUDGE_SYSTEM, parse_status, user_turn
 from strategies.registry import StrategyContext
-from strategies.role_llm import RoleLLM, role_model
+from strategies.role_llm import RoleLLM
 
 ONLINE_TEMPERATURE, ONLINE_MAX_TOKENS = 1.0, 2048  # webarena/induce_prompt.py llm_generate
 
@@ -34,6 +36,7 @@ class AwmOnline(StrategyBase):
     learns_online: bool = True
     llm: Optional[RoleLLM] = None
     count_tokens: Optional[Callable[[str], int]] = field(default=None, repr=False)
+    stream_trial: int = 0  # the trial whose stream this is (0: the job's strategy, which holds the others)
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
     _streams: dict[int, "AwmOnline"] = field(init=False, repr=False, default_factory=dict)
 
@@ -55,13 +58,14 @@ class AwmOnline(StrategyBase):
 
     def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
               samples: Optional[int] = None) -> Mapping[str, Any]:
+        if trial := other_stream(self.stream_trial, trajectory):  # the episode's own stream learns it
+            return self.for_trial(trial).learn(trajectory, rerun, gold, samples)
         assert self.llm is not None, "awm_online learns only when built with a model (create)"
         if not parse_status(self.llm.ask(JUDGE_SYSTEM, user_turn(trajectory), "awm_judge")):
             return {"awm_judged_success": False, "awm_workflows": len(self.workflows)}
         with self._lock:
             solved = [*self._solved, (trajectory.task.task_id, condense(trajectory))]
-        inducer = RoleLLM(self.llm.model, {**self.llm.kwargs, "temperature": ONLINE_TEMPERATURE,
-                                           "max_tokens": ONLINE_MAX_TOKENS}, self.llm.completion, self.llm.usage)
+        inducer = self.llm.with_kwargs(temperature=ONLINE_TEMPERATURE, max_tokens=ONLINE_MAX_TOKENS)
         found = parse_workflows(inducer.ask(INSTRUCTION, induction_prompt([line for _, line in solved]),
                                             "awm_induction"))
         sources = tuple(dict.fromkeys(task_id for task_id, _ in solved))
@@ -73,13 +77,25 @@ class AwmOnline(StrategyBase):
                 self._delivery = self._fit()
             return {"awm_judged_success": True, "awm_workflows": len(self.workflows)}
 
+    def stream_state(self, trial: int) -> dict[str, Any]:
+        stream = self.for_trial(trial)
+        with stream._lock:
+            return {"solved": [list(pair) for pair in stream._solved], "workflows": guideline_data(stream.workflows)}
+
+    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
+        stream = self.for_trial(trial)
+        with stream._lock:
+            stream._solved = [(str(task_id), str(line)) for task_id, line in state["solved"]]
+            stream.workflows = tuple(guidelines_of(state["workflows"]))
+            stream._delivery = stream._fit()
+
     def for_trial(self, trial: int) -> "AwmOnline":
         if trial == 0:
             return self
         with self._lock:  # each trial its own stream from no workflows
             if trial not in self._streams:
                 self._streams[trial] = AwmOnline(options=dict(self.options), llm=self.llm,
-                                                 count_tokens=self.count_tokens)
+                                                 count_tokens=self.count_tokens, stream_trial=trial)
             return self._streams[trial]
 
     @classmethod
@@ -93,7 +109,12 @@ class AwmOnline(StrategyBase):
         budget_option(cls.name, options)
 
     @classmethod
+    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
+        return PlanEstimate(0.0, "no workflows at first (they are induced online; its judge and induction calls are "
+                            "not in this estimate)", {"awm_judge": 1.0, "awm_induction": 1.0})
+
+    @classmethod
     def create(cls, ctx: StrategyContext) -> "AwmOnline":
         model = ctx.options.get("model")
         return cls(options=dict(ctx.options), count_tokens=token_counter(ctx.model),
-                   llm=RoleLLM(role_model(model, ctx.model), dict(ctx.model_kwargs) if not model else {}))
+                   llm=RoleLLM.role(ctx.run_client(), model))

@@ -111,6 +111,13 @@ class Delivery:
 EMPTY = Delivery()
 
 
+def trial_of(episode: Optional[str]) -> int:
+    """The trial of an episode key `<task>#<trial>` (None: an offline build, stream 0): an online learner's
+    update goes to that trial's stream."""
+    tail = episode.rsplit("#", 1)[-1] if episode else ""
+    return int(tail) if tail.isdigit() else 0
+
+
 def first_user_text(messages: Sequence[dict[str, Any]]) -> str:
     """The first user message with text: on τ² this is how the agent learns the task (never the hidden scenario)."""
     for m in messages:
@@ -179,6 +186,13 @@ class Strategy(Protocol):
         """The episode keys whose update an online learner has committed with its memory, so a resume replays
         only the missing ones (harness/runner/online_replay.py); None: it does not keep them."""
 
+    def stream_state(self, trial: int) -> Optional[dict[str, Any]]:
+        """An online learner's stream `trial` as JSON-able data, which the harness commits with the run after each
+        update and sends with an episode to a Ray worker (harness/runner/stream_state.py); None: it keeps none."""
+
+    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
+        """Set stream `trial` to a state `stream_state` returned (a resume, a Ray worker, the driver after one)."""
+
 
 @dataclass(eq=False)  # a strategy is itself, never equal to another with the same options (and hashable)
 class StrategyBase:
@@ -192,6 +206,7 @@ class StrategyBase:
     - `uses_ground_truth(options)`: whether, so configured, it learns from labels (withheld otherwise);
     - `learns_online_with(options)`: whether, so configured, it learns online (`benchmark.orders`, `make plan`);
     - `check_memory(path)`: refuses (ValueError) an artifact it cannot start from (exit 2 before anything runs);
+    - `plan_estimate(memory, count, options)`: what `make plan` prices (strategies/plan_block.py);
     - `create(ctx)`: the strategy for one job (default: built from its options)."""
 
     name: str = "base"
@@ -221,8 +236,14 @@ class StrategyBase:
 
     @classmethod
     def learns_online_with(cls, options: dict[str, Any]) -> bool:
-        declared = getattr(cls, "learns_online", False)  # a class attribute, or the field's default
+        declared = cls.learns_online  # a class attribute, or the field's default (a property: not a bool)
         return declared if isinstance(declared, bool) else False
+
+    @classmethod
+    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> Any:
+        """-> strategies.plan_block.PlanEstimate; None (undeclared): the plan counts every guideline of the
+        artifact, an upper bound (strategies.plan_block.full_block)."""
+        return None
 
     @classmethod
     def create(cls, ctx: Any) -> "StrategyBase":  # ctx: strategies.registry.StrategyContext
@@ -242,6 +263,12 @@ class StrategyBase:
         return {}
 
     def applied_episodes(self) -> Optional[frozenset[str]]:
+        return None
+
+    def stream_state(self, trial: int) -> Optional[dict[str, Any]]:
+        return None
+
+    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
         return None
 
 

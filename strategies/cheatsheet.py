@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from strategies.base import Delivery, Guideline, StepView, StrategyBase, TaskView
 from strategies.options import check_types
+from strategies.plan_block import PlanEstimate
 from strategies.role_llm import RoleLLM
 
 EMPTY_CHEATSHEET = "(empty)"  # the reference's initial cheatsheet
@@ -59,6 +60,7 @@ class Cheatsheet(StrategyBase):
     learns_online: bool = True
     llm: Optional[RoleLLM] = None
     cheatsheet: str = EMPTY_CHEATSHEET
+    stream_trial: int = 0  # the trial whose stream this is (0: the job's strategy, which holds the others)
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
     _streams: dict[int, "Cheatsheet"] = field(init=False, repr=False, default_factory=dict)
 
@@ -72,11 +74,27 @@ class Cheatsheet(StrategyBase):
 
     def curator(self) -> RoleLLM:
         assert self.llm is not None, "dynamic_cheatsheet learns only when built with a model (create)"
-        return RoleLLM(self.llm.model, {**self.llm.kwargs, "temperature": self.opts.temperature,
-                                        "max_tokens": self.opts.max_tokens}, self.llm.completion, self.llm.usage)
+        return self.llm.with_kwargs(temperature=self.opts.temperature, max_tokens=self.opts.max_tokens)
 
     def new_stream(self) -> "Cheatsheet":
         return type(self)(options=dict(self.options), llm=self.llm)
+
+    def stream_state(self, trial: int) -> dict[str, Any]:
+        stream = self.for_trial(trial)
+        with stream._lock:
+            return stream.state_data()
+
+    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
+        stream = self.for_trial(trial)
+        with stream._lock:
+            stream.set_state_data(state)
+
+    def state_data(self) -> dict[str, Any]:
+        """This stream as data (a variant adds what it keeps); called under the stream's lock."""
+        return {"cheatsheet": self.cheatsheet}
+
+    def set_state_data(self, state: Mapping[str, Any]) -> None:
+        self.cheatsheet = str(state["cheatsheet"])
 
     def for_trial(self, trial: int) -> "Cheatsheet":
         if trial == 0:
@@ -84,11 +102,17 @@ class Cheatsheet(StrategyBase):
         with self._lock:  # each trial its own stream from "(empty)"
             if trial not in self._streams:
                 self._streams[trial] = self.new_stream()
+                self._streams[trial].stream_trial = trial
             return self._streams[trial]
 
     @classmethod
     def validate_options(cls, options: dict[str, Any]) -> None:
         CheatsheetOptions.from_options(options)
+
+    @classmethod
+    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
+        return PlanEstimate(float(count(delivered(EMPTY_CHEATSHEET).text)), "the (empty) cheatsheet it starts from "
+                            "(it grows online; its curator calls are not in this estimate)", {"dc_curator": 1.0})
 
 
 def delivered(text: str) -> Delivery:

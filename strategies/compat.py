@@ -43,6 +43,9 @@ class LegacyFactory:
         declared = getattr(self.obj, "learns_online", False)  # an old plugin declares it on its class, if at all
         return declared if isinstance(declared, bool) else False
 
+    def plan_estimate(self, memory: Optional[str], count: Any, options: dict[str, Any]) -> Any:
+        return None  # an old plugin declares nothing: the plan counts the full block, an upper bound
+
     @property
     def trial_streams(self) -> bool:
         declared = getattr(self.obj, "trial_streams", False)
@@ -116,3 +119,9 @@ class LegacyStrategy:
         own = getattr(self.inner, "applied_episodes", None)
         applied = own() if own is not None else None
         return frozenset(applied) if applied is not None else None
+
+    def stream_state(self, trial: int) -> Optional[dict[str, Any]]:
+        return None  # an old-protocol learner keeps no state as data
+
+    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
+        return None

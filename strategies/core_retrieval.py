@@ -28,6 +28,7 @@ from strategies.base import (Delivery, Embedder, Guideline, StepView, StrategyBa
                              seen_task_text)
 from strategies.budget import budget_option, fit_budget, token_counter
 from strategies.options import check_types
+from strategies.plan_block import NO_ARTIFACT, PlanEstimate, artifact_items, median_window
 from strategies.registry import StrategyContext
 from strategies.vector_search import IvfIndex, blas_limit, blas_threads_for, id_rank, rank_rows, stable_similarity
 
@@ -219,6 +220,20 @@ class CoreRetrieval(StrategyBase):
     def validate_options(cls, options: dict[str, Any]) -> None:
         """Config-check hook (strategies.registry.validate_options): raises ValueError on a bad option."""
         SelectionOptions.from_options(options)
+
+    @classmethod
+    def plan_estimate(cls, memory: str | None, count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
+        """The core plus top_k median-length guidelines of the rest."""
+        items = artifact_items(memory)
+        if items is None:
+            return NO_ARTIFACT
+        core_support, min_support = int(options.get("core_support", 3)), int(options.get("min_support", 1))
+        top_k = int(options.get("top_k", 10))
+        kept = [g for g in items if g.support >= min_support]
+        core = [g for g in kept if g.support >= core_support]
+        pool = [g for g in kept if g.support < core_support]
+        picked = median_window(pool, top_k, lambda g: len(g.text)) if pool and top_k else []
+        return PlanEstimate(float(count(render_guidelines(core + picked))), f"core {len(core)} + top_k {len(picked)}")
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "CoreRetrieval":

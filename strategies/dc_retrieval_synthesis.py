@@ -6,8 +6,9 @@ Where the cumulative curator writes after a task, this one writes before it: onc
 top_k (3) past episodes of the stream whose task is most similar (cosine of the embedded task texts) are shown to
 the curator, most similar last, with the previous cheatsheet and the new task; its cheatsheet is delivered for the
 rest of the episode and carried to the next task. An answer without <cheatsheet> tags falls back to the retrieved
-episodes themselves, as the reference's does. After an episode the stream only keeps (task, what the agent did):
-no model call and no labels.
+episodes themselves, as the reference's does. A curator call that fails after its retries is that task's update
+lost (its learn says `update_lost`): the last cheatsheet is delivered and the agent's episode stands. After an
+episode the stream only keeps (task, what the agent did): no model call and no labels.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from strategies.base import Delivery, Embedder, Gold, Rerun, StepView, TaskView,
 from strategies.cheatsheet import EMPTY_CHEATSHEET, Cheatsheet, delivered, extract_cheatsheet
 from strategies.extraction import render_trajectory
 from strategies.reasoning_bank_prompts import query_of
+from strategies.role_client import RoleCallFailed
+from strategies.stream_data import other_stream
 from strategies.vector_search import rank_rows, stable_similarity
 
 RS_CURATOR_SYSTEM = """# CHEATSHEET CURATOR (retrieval synthesis)
@@ -66,6 +69,7 @@ class RetrievalSynthesisCheatsheet(Cheatsheet):
     _inputs: list[str] = field(init=False, repr=False, default_factory=list)
     _outputs: list[str] = field(init=False, repr=False, default_factory=list)
     _synthesised: dict[str, str] = field(init=False, repr=False, default_factory=dict)  # task id -> its cheatsheet
+    _lost: set[str] = field(init=False, repr=False, default_factory=set)  # tasks whose synthesis call failed
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -89,14 +93,20 @@ class RetrievalSynthesisCheatsheet(Cheatsheet):
         with self._lock:  # one synthesis per task, as soon as the agent knows its task
             if query and task.task_id not in self._synthesised:
                 notes = render_pairs(self.retrieve(query))
-                answer = self.curator().ask(RS_CURATOR_SYSTEM, rs_curator_turn(self.cheatsheet, notes, query),
-                                            "dc_curator")
-                self.cheatsheet = self._synthesised[task.task_id] = extract_cheatsheet(answer, notes)
+                try:
+                    answer = self.curator().ask(RS_CURATOR_SYSTEM, rs_curator_turn(self.cheatsheet, notes, query),
+                                                "dc_curator")
+                    self.cheatsheet = self._synthesised[task.task_id] = extract_cheatsheet(answer, notes)
+                except RoleCallFailed:  # this task's update is lost (its learn says so): the last cheatsheet stays
+                    self._synthesised[task.task_id] = self.cheatsheet
+                    self._lost.add(task.task_id)
             text = self._synthesised.get(task.task_id, self.cheatsheet)
         return delivered(text)
 
     def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
               samples: Optional[int] = None) -> Mapping[str, Any]:
+        if trial := other_stream(self.stream_trial, trajectory):  # the episode's own stream learns it
+            return self.for_trial(trial).learn(trajectory, rerun, gold, samples)
         task = query_of(trajectory)
         assert self.embedder is not None
         vec = np.asarray(self.embedder.embed([task]), np.float32)
@@ -104,7 +114,23 @@ class RetrievalSynthesisCheatsheet(Cheatsheet):
             self._vectors = vec if not self._inputs else np.vstack([self._vectors, vec])
             self._inputs.append(task)
             self._outputs.append(render_trajectory(trajectory))
-            return {"dc_pairs": len(self._inputs)}
+            lost = trajectory.task.task_id in self._lost  # its synthesis before the episode failed
+            return {"dc_pairs": len(self._inputs), **({"update_lost": True} if lost else {})}
+
+    def state_data(self) -> dict[str, Any]:
+        return {**super().state_data(), "inputs": list(self._inputs), "outputs": list(self._outputs),
+                "lost": sorted(self._lost)}
+
+    def set_state_data(self, state: Mapping[str, Any]) -> None:
+        super().set_state_data(state)
+        inputs = [str(x) for x in state["inputs"]]
+        if inputs != self._inputs:  # embedded one by one, as learn embeds them
+            assert self.embedder is not None
+            vectors = [np.asarray(self.embedder.embed([task]), np.float32) for task in inputs]
+            self._vectors = np.vstack(vectors) if vectors else np.zeros((0, 1), dtype=np.float32)
+            self._inputs = inputs
+        self._outputs = [str(x) for x in state["outputs"]]
+        self._lost = {str(x) for x in state.get("lost", ())}
 
     def new_stream(self) -> Cheatsheet:
         return RetrievalSynthesisCheatsheet(options=dict(self.options), llm=self.llm, embedder=self.embedder)

@@ -21,7 +21,8 @@ from strategies.dc_retrieval_synthesis import RetrievalSynthesisCheatsheet
 from strategies.extraction import render_trajectory
 from strategies.reasoning_bank_prompts import query_of
 from strategies.registry import StrategyContext
-from strategies.role_llm import RoleLLM, role_model
+from strategies.role_llm import RoleLLM
+from strategies.stream_data import other_stream
 
 CURATOR_SYSTEM = """# CHEATSHEET CURATOR
 
@@ -50,6 +51,8 @@ def curator_turn(trajectory: Trajectory, cheatsheet: str) -> str:
 class DynamicCheatsheet(Cheatsheet):
     def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
               samples: Optional[int] = None) -> Mapping[str, Any]:
+        if trial := other_stream(self.stream_trial, trajectory):  # the episode's own stream learns it
+            return self.for_trial(trial).learn(trajectory, rerun, gold, samples)
         with self._lock:
             old = self.cheatsheet
         new = extract_cheatsheet(self.curator().ask(CURATOR_SYSTEM, curator_turn(trajectory, old), "dc_curator"), old)
@@ -60,6 +63,6 @@ class DynamicCheatsheet(Cheatsheet):
     @classmethod
     def create(cls, ctx: StrategyContext) -> Cheatsheet:
         opts = CheatsheetOptions.from_options(ctx.options)
-        llm = RoleLLM(role_model(opts.model, ctx.model), dict(ctx.model_kwargs) if not opts.model else {})
+        llm = RoleLLM.role(ctx.run_client(), opts.model)
         made = RetrievalSynthesisCheatsheet if opts.variant == "retrieval_synthesis" else cls
         return made(options=dict(ctx.options), llm=llm)

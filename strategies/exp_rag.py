@@ -26,6 +26,7 @@ from strategies.base import Delivery, Embedder, Guideline, StepView, StrategyBas
 from strategies.budget import budget_option, fit_budget, token_counter
 from strategies.experiences import check_kind, render_experiences
 from strategies.options import check_types
+from strategies.plan_block import NO_ARTIFACT, PlanEstimate, artifact_items, median_window
 from strategies.registry import StrategyContext
 from strategies.vector_search import id_rank, rank_rows, stable_similarity
 
@@ -107,6 +108,15 @@ class ExpRag(StrategyBase):
     @classmethod
     def check_memory(cls, path: Optional[str]) -> None:
         load_experiences(path, cls.name)
+
+    @classmethod
+    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
+        """The top_k median-length experiences."""
+        items = artifact_items(memory)
+        if items is None:
+            return NO_ARTIFACT
+        picked = median_window(items, int(options.get("top_k", 4)), lambda g: len(g.text))
+        return PlanEstimate(float(count(render_experiences(picked))), f"top_k {len(picked)} experiences")
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "ExpRag":

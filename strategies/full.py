@@ -11,6 +11,7 @@ from typing import Any, Callable, Optional
 
 from strategies.base import Delivery, Guideline, StepView, StrategyBase, TaskView, render_guidelines
 from strategies.budget import budget_option, fit_budget, token_counter
+from strategies.plan_block import PlanEstimate, full_block
 from strategies.registry import StrategyContext
 
 
@@ -34,6 +35,10 @@ class FullMemory(StrategyBase):
     @classmethod
     def validate_options(cls, options: dict[str, Any]) -> None:
         budget_option(cls.name, options)
+
+    @classmethod
+    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
+        return full_block(memory, count, "every guideline")
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "FullMemory":

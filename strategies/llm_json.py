@@ -15,7 +15,7 @@ from typing import Any, Callable, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from strategies.prices import report_usage, usage_counts
+from strategies.role_client import RoleClient, content
 
 log = logging.getLogger("memdeliv.llm_json")
 
@@ -25,15 +25,13 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 
 
 def litellm_llm(model: str, role: str = "text_llm", **kwargs: Any) -> TextLLM:
-    """A TextLLM calling `litellm.completion(model, messages, **kwargs)` and returning the reply text; each call is
-    reported (strategies.base.report_call) so an episode that makes it counts it."""
+    """A TextLLM calling `model` through the strategies' client (strategies/role_client.py: retried, reported by
+    role so an episode that makes it counts it) and returning the reply text."""
+    client = RoleClient(model, dict(kwargs))
 
     def call(messages: list[dict[str, str]]) -> str:
-        import litellm
-
-        response = litellm.completion(model=model, messages=messages, **kwargs)
-        report_usage(role, model, usage_counts(response))
-        return response.choices[0].message.content or ""
+        response, _ = client.call(role, messages)
+        return content(response) or ""
 
     return call
 

@@ -18,6 +18,7 @@ from strategies.budget import budget_option, fit_budget, token_counter
 from strategies.exp_rag import load_experiences
 from strategies.experiences import render_experiences
 from strategies.options import check_types
+from strategies.plan_block import NO_ARTIFACT, PlanEstimate, artifact_items
 from strategies.registry import StrategyContext
 
 
@@ -62,6 +63,13 @@ class LongContext(StrategyBase):
     @classmethod
     def check_memory(cls, path: Optional[str]) -> None:
         load_experiences(path, cls.name)
+
+    @classmethod
+    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
+        items = artifact_items(memory)
+        if items is None:
+            return NO_ARTIFACT
+        return PlanEstimate(float(count(render_experiences(items))), "every experience")
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "LongContext":

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable, Optional
 
 from strategies.base import EMPTY, Delivery, StepView, StrategyBase, TaskView
+from strategies.plan_block import PlanEstimate
 from strategies.registry import StrategyContext
 
 
@@ -16,6 +18,10 @@ class NoMemory(StrategyBase):
 
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
         return EMPTY
+
+    @classmethod
+    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
+        return PlanEstimate(0.0, "no memory")
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "NoMemory":

@@ -18,6 +18,7 @@ scripted or simulated run model is answered by the SCRIPTED designs model (strat
 
 from __future__ import annotations
 
+import itertools
 import threading
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Mapping, Optional, Sequence
@@ -28,10 +29,12 @@ from strategies.base import (Delivery, Embedder, Gold, Guideline, Rerun, StepVie
                              Trajectory, seen_task_text)
 from strategies.budget import budget_option, fit_budget, token_counter
 from strategies.options import check_types
+from strategies.plan_block import NO_ARTIFACT, PlanEstimate, artifact_items, median_window
 from strategies.reasoning_bank_prompts import (FAILURE_SYSTEM, JUDGE_SYSTEM, MAX_ITEMS, SUCCESS_SYSTEM,
                                                parse_items, parse_status, query_of, user_turn)
 from strategies.registry import StrategyContext
-from strategies.role_llm import RoleLLM, role_model
+from strategies.role_llm import RoleLLM
+from strategies.stream_data import guideline_data, guidelines_of, other_stream
 from strategies.vector_search import rank_rows, stable_similarity
 
 KIND = "reasoning_bank"
@@ -70,8 +73,8 @@ def distil(trajectory: Trajectory, key: str, llm: RoleLLM, opts: BankOptions) ->
         success = bool(trajectory.success)
     else:  # no verdict counts as a failure: its lessons are then framed as what to avoid
         success = bool(parse_status(llm.ask(JUDGE_SYSTEM, turn, "rb_judge")))
-    answer = RoleLLM(llm.model, {**llm.kwargs, "temperature": opts.temperature}, llm.completion, llm.usage).ask(
-        SUCCESS_SYSTEM if success else FAILURE_SYSTEM, turn, "rb_extractor")
+    answer = llm.with_kwargs(temperature=opts.temperature).ask(SUCCESS_SYSTEM if success else FAILURE_SYSTEM, turn,
+                                                               "rb_extractor")
     query = query_of(trajectory)
     items = [Guideline(id=f"rb-{key}-{i}", text=f"{title}: {description} {content}",
                        category="strategy" if success else "recovery", source_task_ids=(trajectory.task.task_id,),
@@ -97,6 +100,7 @@ class ReasoningBank(StrategyBase):
     embedder: Optional[Embedder] = None
     llm: Optional[RoleLLM] = None
     count_tokens: Optional[Callable[[str], int]] = field(default=None, repr=False)
+    stream_trial: int = 0  # the trial whose stream this is (0: the job's strategy, which holds the others)
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
     _streams: dict[int, "ReasoningBank"] = field(init=False, repr=False, default_factory=dict)
 
@@ -148,6 +152,8 @@ class ReasoningBank(StrategyBase):
               samples: Optional[int] = None) -> Mapping[str, Any]:
         if not self.learns_online:
             return {}
+        if trial := other_stream(self.stream_trial, trajectory):  # the episode's own stream learns it
+            return self.for_trial(trial).learn(trajectory, rerun, gold, samples)
         assert self.llm is not None, "reasoning_bank learns online only when built with a model (create)"
         key = (trajectory.episode or trajectory.task.task_id).replace("#", "-t")
         success, items = distil(trajectory, key, self.llm, self.opts)
@@ -156,6 +162,27 @@ class ReasoningBank(StrategyBase):
             self._add(items)
         return {"rb_judged_success": success, "rb_items_added": len(items)}
 
+    def stream_state(self, trial: int) -> Optional[dict[str, Any]]:
+        """The items a stream has learned (its starting bank is the job's artifact)."""
+        if not self.learns_online:
+            return None
+        stream = self.for_trial(trial)
+        with stream._lock:
+            return {"items": guideline_data(stream._bank[len(stream.items):])}
+
+    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
+        stream, learned = self.for_trial(trial), guidelines_of(state["items"])
+        with stream._lock:
+            if stream._bank[len(stream.items):] == learned:
+                return
+            stream._bank, stream._groups, stream._queries = list(stream.items), {}, []
+            stream._vectors = np.zeros((0, 1), dtype=np.float32)
+            stream._add(stream._bank)
+            for _, group in itertools.groupby(learned, key=lambda g: g.id.rsplit("-", 1)[0]):  # one per episode
+                items = list(group)
+                stream._bank += items
+                stream._add(items)
+
     def for_trial(self, trial: int) -> "ReasoningBank":
         if trial == 0 or not self.learns_online:
             return self
@@ -163,7 +190,7 @@ class ReasoningBank(StrategyBase):
             if trial not in self._streams:  # its own stream, from the same starting bank
                 self._streams[trial] = ReasoningBank(options=dict(self.options), items=self.items,
                                                      embedder=self.embedder, llm=self.llm,
-                                                     count_tokens=self.count_tokens)
+                                                     count_tokens=self.count_tokens, stream_trial=trial)
             return self._streams[trial]
 
     @classmethod
@@ -183,10 +210,26 @@ class ReasoningBank(StrategyBase):
         return BankOptions.from_options(options).learn_online
 
     @classmethod
+    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
+        """The top_k median-sized past tasks' items of the starting bank."""
+        items = artifact_items(memory)
+        if items is None:
+            return NO_ARTIFACT
+        groups: dict[str, list[Guideline]] = {}
+        for g in items:
+            groups.setdefault(g.id.rsplit("-", 1)[0], []).append(g)
+        top_k = int(options.get("top_k", 1))
+        picked = [g for task in median_window(list(groups.values()), top_k, lambda t: sum(len(g.text) for g in t))
+                  for g in task]
+        return PlanEstimate(float(count(render_bank(picked))), f"top_k {top_k} past tasks' items; it grows online (its "
+                            "judge and extractor calls per episode are not in this estimate)",
+                            {"rb_judge": 1.0, "rb_extractor": 1.0})
+
+    @classmethod
     def create(cls, ctx: StrategyContext) -> "ReasoningBank":
         opts = BankOptions.from_options(ctx.options)
         return cls(options=dict(ctx.options), items=tuple(load_bank(ctx.memory_path)),
-                   llm=RoleLLM(role_model(opts.model, ctx.model), dict(ctx.model_kwargs) if not opts.model else {}),
+                   llm=RoleLLM.role(ctx.run_client(), opts.model),
                    count_tokens=token_counter(ctx.model))
 
 

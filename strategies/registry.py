@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable
 
 from strategies.base import Guideline, Strategy, StrategyBase
 from strategies.compat import LegacyFactory, learns_by_update
+from strategies.role_client import RoleClient
 from foundation.plugins import PluginRegistry
 
 GROUP = "memdeliv.strategies"
@@ -34,9 +35,16 @@ class StrategyContext:
     artifacts_dir: Path | None = None  # where a learning strategy saves its memory snapshots
     model: str | None = None  # LiteLLM model string of the run, for strategies that call an LLM
     model_kwargs: dict[str, Any] = field(default_factory=dict)
+    # the run's model client for a strategy's own roles (strategies/role_client.py): the harness's retries and
+    # backoff, model.api_key_env, the served kwargs; None (a test, a notebook): `model` and `model_kwargs` alone
+    client: RoleClient | None = None
     # the job's benchmark, split, model, task set and whether labels are learned from: an online learner
     # adds the tasks it learned from and writes it as `_meta.learned_from` (strategies/memory_file.py)
     learned_from: dict[str, Any] | None = None
+
+    def run_client(self) -> RoleClient:
+        """The client every role of the strategy calls through (RoleLLM.of / RoleClient.for_role pick its model)."""
+        return self.client if self.client is not None else RoleClient(self.model or "", dict(self.model_kwargs))
 
     def require_memory(self, strategy: str) -> list[Guideline]:
         from strategies.memory_file import load_memory
@@ -130,7 +138,7 @@ def check_memory(name: str, path: str | None) -> None:
 
 def trial_streams(name: str) -> bool:
     """Whether an online learner keeps one independent stream per trial (`benchmark.orders` permutes each)."""
-    return getattr(strategy_class(name), "trial_streams", False) is True
+    return strategy_class(name).trial_streams is True  # declared by StrategyBase (and the legacy fitting)
 
 
 def create(name: str, ctx: StrategyContext) -> Strategy:

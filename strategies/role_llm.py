@@ -1,6 +1,6 @@
 """One plain-text model call for the memory designs that prompt a model themselves (reasoning_bank's judge and
-extractor), reported with its tokens and price (strategies.prices.report_usage -> strategies.base.report_call),
-so an online call counts on its episode's row and an offline build's calls are summed by the builder.
+extractor, dynamic_cheatsheet's curator, awm's inducer): the kit's client (strategies/role_client.py: the run's
+model, key and retries, each call reported with its tokens and price), plus a tally an offline builder sums.
 
 A model served in this process (a provider declared under `memdeliv.providers`: the scripted and simulated
 models) is installed from its entry point before the first call, as the harness installs the run's model; such
@@ -11,52 +11,35 @@ a run model cannot judge or extract, so `role_model` sends those calls to the SC
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Optional
 
-from foundation.plugins import PluginRegistry
-from strategies.prices import report_usage, usage_counts
+from strategies.prices import usage_counts
+from strategies.role_client import SCRIPTED_DESIGNS, RoleClient, content, served_in_process
 
-SCRIPTED_DESIGNS = "memdeliv-scripted-designs/roles"  # its entry point: pyproject.toml, memdeliv.providers
-_PROVIDERS = PluginRegistry("memdeliv.providers", "provider", KeyError)
-
-
-def served_in_process(model: str) -> bool:
-    return "/" in model and model.split("/", 1)[0] in _PROVIDERS.available()
+__all__ = ["SCRIPTED_DESIGNS", "RoleLLM", "role_model", "served_in_process"]
 
 
 def role_model(chosen: Optional[str], run_model: Optional[str]) -> str:
-    """The model of a design's own calls: the option when set, else the run's model, except a scripted or
-    simulated run model (not a language model), whose calls the SCRIPTED designs model answers."""
-    if chosen:
-        return chosen
-    if not run_model or served_in_process(run_model):
-        return SCRIPTED_DESIGNS
-    return run_model
+    """The model of a design's own calls (RoleClient.for_role, for a builder that has no client yet)."""
+    return RoleClient(run_model or "").for_role(chosen).model
 
 
 @dataclass
-class RoleLLM:
-    model: str
-    kwargs: dict[str, Any] = field(default_factory=dict)  # temperature, max_tokens, api_base, ...
-    completion: Optional[Callable[..., Any]] = None  # tests inject one; default litellm.completion
+class RoleLLM(RoleClient):
     usage: dict[str, int] = field(default_factory=lambda: {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0})
 
     def ask(self, system: str, user: str, role: str) -> str:
-        """The model's answer text ("" when it gave none); the call is reported under `role`."""
-        call = self.completion
-        if call is None:
-            import litellm
-
-            if served_in_process(self.model):
-                _PROVIDERS.load(self.model.split("/", 1)[0]).install()
-            call = litellm.completion
+        """The model's answer text ("" when it gave none); the call is reported under `role`. A call that fails
+        after its retries raises RoleCallFailed (strategies/role_client.py)."""
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        response = call(model=self.model, messages=messages, **self.kwargs)
+        response, _ = self.call(role, messages)
         counts = usage_counts(response)
-        report_usage(role, self.model, counts)
         self.usage["calls"] += 1
         for key in ("prompt_tokens", "completion_tokens"):
             self.usage[key] += counts.get(key, 0)
-        choices = getattr(response, "choices", None) or []
-        message = getattr(choices[0], "message", None) if choices else None
-        return str(getattr(message, "content", None) or "")
+        return str(content(response) or "")
+
+    @classmethod
+    def role(cls, client: RoleClient, chosen: Optional[str] = None) -> "RoleLLM":
+        """A design's role client from the run's (`StrategyContext.run_client()`), `chosen` its model option."""
+        return cls.of(client.for_role(chosen))

@@ -19,6 +19,10 @@ gets a valid reply. Kinds:
   401, 404  a bad key / a model that does not exist
 
 `default` is the kind served once the schedule is used up ("ok"; a test may set it on a running server).
+
+A strategy's own calls (a learner's judge, extractor, curator, inducer; ACE's Reflector and Curator) are told apart
+by their system prompt (`learner_reply`, tests/learner_replies.py) and served from `learner_schedule` (then
+`learner_default`) instead, so a test can fail the learner's calls and none of the agent's.
 """
 
 from __future__ import annotations
@@ -67,11 +71,16 @@ _TICKET = re.compile(r"\(ticket ([^)]+)\)")
 
 class FaultServer:
     def __init__(self, scripts: dict[str, dict[str, Any]], scenarios: dict[str, str], schedule: list[str] = (),
-                 retry_after: float = 1.0, stall_s: float = 5.0, port: int = 0):
+                 retry_after: float = 1.0, stall_s: float = 5.0, port: int = 0,
+                 learner_reply: Any = None, learner_schedule: list[str] = ()):
         """scripts: task id -> oracle script; scenarios: task id -> the user scenario text (in the user's prompt);
-        port: 0 = any free one."""
+        port: 0 = any free one; learner_reply: (system, prompt) -> the reply text of a strategy's own call, None
+        for any other request."""
         self.scripts, self.scenarios = scripts, scenarios
         self.schedule = list(schedule)
+        self.learner_reply = learner_reply
+        self.learner_schedule = list(learner_schedule)
+        self.learner_default = "ok"
         self.retry_after, self.stall_s = retry_after, stall_s
         self.default = "ok"  # served once the schedule is used up
         self.log: list[dict[str, Any]] = []  # one entry per request: at, kind, role (agent | user)
@@ -117,9 +126,16 @@ class FaultServer:
 
     # --- one request ------------------------------------------------------------------------------
     def _handle(self, h: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        learner = self._learner_text(body)
         with self._lock:
-            kind = self.schedule.pop(0) if self.schedule else self.default
-            self.log.append({"at": time.monotonic(), "kind": kind, "role": self._role(body)})
+            if learner is not None:
+                kind = self.learner_schedule.pop(0) if self.learner_schedule else self.learner_default
+            else:
+                kind = self.schedule.pop(0) if self.schedule else self.default
+            self.log.append({"at": time.monotonic(), "kind": kind, "auth": h.headers.get("authorization", ""),
+                             "role": "learner" if learner is not None else self._role(body)})
+        if learner is not None and kind == "ok":
+            return _send(h, 200, _text_reply(body, learner))
         if kind == "429":
             return _send(h, 429, {"error": {"message": "rate limited", "type": "rate_limit_error"}},
                          {"Retry-After": f"{self.retry_after:g}"})
@@ -141,6 +157,13 @@ class FaultServer:
         if kind in STATUS_BODIES:
             return _send(h, int(kind), STATUS_BODIES[kind])
         return _send(h, 200, self._reply(body))
+
+    def _learner_text(self, body: dict[str, Any]) -> str | None:
+        if self.learner_reply is None:
+            return None
+        messages = body.get("messages") or []
+        system = next((str(m.get("content") or "") for m in messages if m.get("role") == "system"), "")
+        return self.learner_reply(system, str(messages[-1].get("content") or "") if messages else "")
 
     def _user_task(self, body: dict[str, Any]) -> str | None:
         """The task id when the request is the simulated user's (its system prompt holds the scenario), else None."""
@@ -168,6 +191,11 @@ class FaultServer:
                                                 "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
                 "usage": {"prompt_tokens": prompt, "completion_tokens": len(text) // 4 + 1,
                           "total_tokens": prompt + len(text) // 4 + 1}}
+
+
+def _text_reply(body: dict[str, Any], text: str) -> dict[str, Any]:
+    return {**_envelope(body), "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                            "finish_reason": "stop"}]}
 
 
 def _envelope(body: dict[str, Any]) -> dict[str, Any]:

@@ -152,3 +152,31 @@ def test_the_report_fits_160_columns_and_names_each_cells_token_source(tmp_path)
         assert any(c.strategy in line and c.episode.source in line for line in sources)
     prior, _ = plan.plan(f, ["none", "full"], trials=1)
     assert "tokens per episode from: prior" in plan.report(f, prior, found, 1, None, None, SAMPLE)
+
+
+def test_the_plan_prices_each_design_from_its_own_declaration(monkeypatch):
+    from analysis.planning.plan_estimate import memory_block_tokens
+    from strategies import StrategyBase, registry
+    from strategies.plan_block import PlanEstimate
+
+    class Declares(StrategyBase):
+        name = "plan_declares"
+
+        def deliver(self, task, step):
+            raise AssertionError("the plan never builds a strategy")
+
+        @classmethod
+        def plan_estimate(cls, memory, count, options):
+            return PlanEstimate(float(count("x " * options["n"])), "declared", {"judge": 1.0})
+
+    class Silent(Declares):
+        name = "plan_silent"
+        plan_estimate = StrategyBase.__dict__["plan_estimate"]
+
+    monkeypatch.setattr(registry._REGISTRY, "extra", {**registry._REGISTRY.extra, "plan_declares": Declares,
+                                                       "plan_silent": Silent})
+    count = token_counter("openai/gpt-4.1")
+    assert memory_block_tokens("plan_declares", None, "openai/gpt-4.1", {"n": 50}) == (count("x " * 50), "declared")
+    full, note = memory_block_tokens("plan_silent", SAMPLE, "openai/gpt-4.1", {})  # undeclared: the upper bound
+    assert full == count(render_guidelines(load_memory(SAMPLE)[0])) and note == "full block (upper bound)"
+    assert memory_block_tokens("none", SAMPLE, "openai/gpt-4.1", {}) == (0.0, "no memory")

@@ -171,6 +171,27 @@ def test_online_streams_run_as_ray_tasks_and_match_a_serial_run(local_ray, artif
     assert stream_roles.playbooks(runs_dir / "ray") == stream_roles.playbooks(runs_dir / "serial")
 
 
+def test_every_learners_streams_run_in_ray_workers_and_match_threads(local_ray, artifact, runs_dir, capsys):
+    # its stream travels as data (harness/runner/stream_state.py); retrieval synthesis's curator runs in the worker's
+    # deliver and its cheatsheet comes back to the driver
+    import stream_roles
+    from harness.run import compose_job
+
+    learners = {"dc": ["strategy=dynamic_cheatsheet"], "rs": ["strategy=dynamic_cheatsheet",
+                                                             "strategy.options.variant=retrieval_synthesis"],
+                "awm": ["strategy=awm_online"], "rb": ["strategy=reasoning_bank"]}
+    for name, strategy in learners.items():
+        base = ["model=simulated", f"model.world={artifact}", "benchmark=tau2_retail", "benchmark.limit=3",
+                "benchmark.trials=2", "progress=false", f"runs_dir={runs_dir}", *strategy]
+        threads = run_job(compose_job([*base, f"run_name={name}-threads", "concurrency=2"]))
+        on_ray = run_job(compose_job([*base, f"run_name={name}-ray", "executor=ray", "executor.num_cpus=2"]))
+        assert threads["executor"] == "streams" and on_ray["executor"] == "ray streams" and on_ray["ran"] == 6
+        ray_rows = stream_roles.comparable_records(runs_dir / f"{name}-ray")
+        assert ray_rows == stream_roles.comparable_records(runs_dir / f"{name}-threads"), name
+        assert len({json.dumps(r["step_usage"][-1]["memory_tokens"]) for r in ray_rows.values()}) > 1, name
+    assert "cannot be sent to a Ray worker" not in capsys.readouterr().err
+
+
 PRICE = ["model.price_per_mtok_in=100", "model.price_per_mtok_out=400"]  # USD per 1M tokens: visible sums
 
 

@@ -5,7 +5,6 @@ reading the memory artifact."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Optional
 
 import pandas as pd
@@ -49,67 +48,15 @@ def family(benchmark: str) -> str:
 
 
 def memory_block_tokens(strategy: str, memory: Optional[str], model: str, options: dict[str, Any]) -> tuple[float, str]:
-    """Tokens of the block the strategy delivers at a step, counted from the artifact (strategies' own
-    rendering): none 0; full every guideline; core_retrieval the core plus top_k of the rest (their mean
-    length); ace the playbook as it starts. Another strategy: the full block, as an upper bound."""
-    if strategy == BASELINE:
-        return 0.0, "no memory"
-    if strategy == "dynamic_cheatsheet":  # reads no artifact: its cheatsheet starts "(empty)" and grows online
-        from strategies.budget import token_counter as counter
-        from strategies.cheatsheet import EMPTY_CHEATSHEET
-
-        return float(counter(model)(f"<cheatsheet>\n{EMPTY_CHEATSHEET}\n</cheatsheet>")), \
-            "the (empty) cheatsheet it starts from (it grows online; its curator calls are not in this estimate)"
-    if strategy == "awm_online":  # reads no artifact: no workflows until its first judged success
-        return 0.0, "no workflows at first (they are induced online; its judge and induction calls are not in this " \
-            "estimate)"
-    if not memory or not Path(memory).is_file():
-        return 0.0, "no artifact yet"
-    from strategies import render_guidelines
+    """Tokens of the block the strategy delivers at a step, and what the figure stands for: the strategy's own
+    declaration (`plan_estimate`, strategies/plan_block.py), counted from the artifact with its own rendering."""
+    from strategies import strategy_class
     from strategies.budget import token_counter
-    from strategies import load_memory
-    from strategies.memory_file import read_playbook_or_guidelines
+    from strategies.plan_block import full_block
 
     count = token_counter(model)
-    if strategy == "ace":
-        playbook, _ = read_playbook_or_guidelines(memory)
-        return float(count(playbook.render())), "ACE playbook as it starts (it grows online)"
-    guidelines, _ = load_memory(memory)
-    if strategy in ("exp_rag", "long_context"):  # an experiences artifact (strategies/experiences.py)
-        from strategies.experiences import render_experiences
-
-        top_k = int(options.get("top_k", 4)) if strategy == "exp_rag" else len(guidelines)
-        by_length = sorted(guidelines, key=lambda g: len(g.text))
-        start = max(0, len(by_length) // 2 - top_k // 2)  # median-length ones stand for what retrieval picks
-        picked = by_length[start:start + top_k] if strategy == "exp_rag" else guidelines
-        return float(count(render_experiences(picked))), (f"top_k {len(picked)} experiences"
-                                                          if strategy == "exp_rag" else "every experience")
-    if strategy == "reasoning_bank":  # the top_k median-sized past tasks' items (strategies/reasoning_bank.py)
-        from strategies.reasoning_bank import render_bank
-
-        groups: dict[str, list] = {}
-        for g in guidelines:
-            groups.setdefault(g.id.rsplit("-", 1)[0], []).append(g)
-        tasks = sorted(groups.values(), key=lambda items: sum(len(g.text) for g in items))
-        top_k = int(options.get("top_k", 1))
-        start = max(0, len(tasks) // 2 - top_k // 2)
-        picked = [g for items in tasks[start:start + top_k] for g in items]
-        return float(count(render_bank(picked))), (f"top_k {top_k} past tasks' items; it grows online (its judge "
-                                                   "and extractor calls per episode are not in this estimate)")
-    if strategy == "core_retrieval":
-        core_support, min_support = int(options.get("core_support", 3)), int(options.get("min_support", 1))
-        top_k = int(options.get("top_k", 10))
-        kept = [g for g in guidelines if g.support >= min_support]
-        core = [g for g in kept if g.support >= core_support]
-        pool = sorted((g for g in kept if g.support < core_support), key=lambda g: len(g.text))
-        if pool and top_k:  # the median-length ones stand for whatever retrieval picks
-            start = max(0, len(pool) // 2 - top_k // 2)
-            picked = pool[start:start + top_k]
-        else:
-            picked = []
-        return float(count(render_guidelines(core + picked))), f"core {len(core)} + top_k {len(picked)}"
-    note = "every guideline" if strategy == "full" else "full block (upper bound)"
-    return float(count(render_guidelines(guidelines))), note
+    estimate = strategy_class(strategy).plan_estimate(memory, count, dict(options)) or full_block(memory, count)
+    return float(estimate.block_tokens), estimate.note
 
 
 # ---------------------------------------------------------------------------------------------- estimates

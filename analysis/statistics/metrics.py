@@ -192,6 +192,8 @@ def summarize(df: pd.DataFrame, n_boot: int = stats.N_BOOT, exclude: tuple[str, 
             "runs": ",".join(sorted({str(r) for r in group["run"].dropna()})),
         })
         row.update({f"err_{label}": n for label, n in error_counts(group).items()})
+        if "update_lost" in group:  # an online learner's update lost after its retries (the episode stands)
+            row["updates_lost"] = int(group["update_lost"].fillna(False).astype(bool).sum())
         row["few_tasks"] = row["tasks"] < stats.MIN_TASKS
         _rate(row, "success", task_success(ok), n_boot)
         for k in pass_hat_ks(ok):

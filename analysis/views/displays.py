@@ -82,8 +82,11 @@ COMPACT_NOTE = ("tasks×k = tasks × trials per task; pass^k at the highest k ru
 
 
 def errors_cell(r: pd.Series) -> str:
-    """'ctx 3, agent 1, infra 2': records per error label in this cell ('-' when none failed with an error)."""
+    """'ctx 3, agent 1, infra 2': records per error label in this cell, then an online learner's updates lost after
+    their retries ('update lost 1': the episodes stand); '-' when there is neither."""
     counts = [(c[4:], r[c]) for c in r.index if c.startswith("err_") and not fmt.missing(r[c]) and r[c]]
+    lost = r.get("updates_lost")
+    counts += [("update lost", lost)] if not fmt.missing(lost) and lost else []
     return ", ".join(f"{SHORT.get(label, label)} {int(n)}" for label, n in counts) or "-"
 
 

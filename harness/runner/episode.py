@@ -20,10 +20,12 @@ from harness.records import Outcome, RowParts, Stop, build_row, failure
 from harness.row import Row
 from harness.runner.job import Job, slug
 from harness.runner.reflect_and_retry import shown
+from harness.serving import provider_errors
 from harness.serving.faults import ProviderUnusable
 from harness.serving.models import ModelSpec
 from harness.settings import plain
 from strategies import Strategy
+from strategies.role_client import RoleClient
 from harness.store import now_iso
 
 
@@ -34,10 +36,13 @@ def build_strategy(job: Job, model: ModelSpec, artifacts_dir: Optional[Path]) ->
     source = {"benchmark": s.benchmark.name, "split": s.benchmark.split, "model": model.name,
               "ground_truth": job.capabilities.uses_ground_truth,
               "task_set": job.benchmark.task_set if job.benchmark is not None else None}
-    kwargs = plain(s.model.kwargs)  # a secret among them read here, in this process
+    kwargs = {**plain(s.model.kwargs), **model.served_kwargs()}  # a secret among them read here, in this process
+    # every role of the strategy calls the run's model as the agent does: its key, retries, backoff, errors' kinds
+    client = RoleClient(model.name, kwargs, api_key_env=s.model.api_key_env, max_retries=s.model.max_retries,
+                        retry_backoff_s=s.model.retry_backoff_s, classify=provider_errors.kind_of)
     return strategies.create(job.strategy_name, strategies.StrategyContext(
         options=job.strategy_options(), memory_path=job.memory, artifacts_dir=artifacts_dir, model=model.name,
-        model_kwargs={**kwargs, **model.served_kwargs()}, learned_from=source))
+        model_kwargs=kwargs, client=client, learned_from=source))
 
 
 class EpisodeRunner:

@@ -49,6 +49,8 @@ def create(job: Job, strategy: Strategy, served: dict[str, Any]) -> "Executor":
 
 
 def _travels(strategy: Strategy) -> bool:
+    if strategy.stream_state(0) is not None:  # its streams travel as data (harness/runner/stream_state.py)
+        return True
     try:
         pickle.dumps(strategy.for_trial(0))
     except Exception:

@@ -31,6 +31,7 @@ from harness.runner.job_rows import JobRows
 from harness.runner.online_replay import episode_key, reapply_online_updates
 from harness.runner.progress import Progress
 from harness.runner.reach import Reachability
+from harness.runner.stream_state import StreamStates
 from harness.runner.reflect_and_retry import Learn, learner
 from harness.serving.faults import ProviderUnusable
 from harness.serving.models import ModelSpec, open_model
@@ -72,8 +73,11 @@ def _run_job(job: Job, config: dict[str, Any], model: ModelSpec, store: RunStore
     online = bool(strategy.learns_online)
     # labels (reward, success, evaluator report, gold) reach an online learner only when it is allowed them
     labels = job.capabilities.uses_ground_truth
-    if online:  # an update lost to a crash (or skipped when its provider was down) is applied on resume
-        reapply_online_updates(strategy, bench, store.root, rows.latest.values(), labels)
+    states = StreamStates(strategy, store, job.slug) if online else None
+    if states is not None:  # each stream as last committed with its row; then an update lost to a crash (or
+        # skipped when its provider was down) is applied again
+        states.restore(episode_key(r["task_id"], r["trial"]) for r in rows.latest.values())
+        reapply_online_updates(strategy, bench, store.root, rows.latest.values(), labels, states)
     tally, began, ran = FailureTally(), time.perf_counter(), 0
     bar = Progress(key, total, total - len(todo), enabled=s.progress, recorded=rows.settled())
     try:
@@ -86,7 +90,7 @@ def _run_job(job: Job, config: dict[str, Any], model: ModelSpec, store: RunStore
         if online:  # create() gives an online learner its streams, or one stream in order
             assert isinstance(pool, (executors.InOrderExecutor, executors.StreamsExecutor))
             learn = learner(strategy, bench, pool.runner(one), store, samples=len(tasks), ground_truth=labels,
-                            charge=budget.charge if budget is not None else None)
+                            charge=budget.charge if budget is not None else None, states=states)
         reach = Reachability(len(todo), model.name, s.model.max_retries)
 
         def after(outcome: Outcome) -> Outcome:  # before the next episode of its stream starts

@@ -6,7 +6,8 @@ applied. A learner that commits the keys it applied together with its memory (AC
 same atomic playbook file) returns them from `applied_episodes()`. On resume, every recorded episode the
 learner has not applied (an update skipped because its provider was down, or a run made before this order) is
 replayed from its stored trajectory (`learn` with no rerun or gold), in record order, before new episodes run.
-Learners that keep no keys (`applied_episodes()` is None, StrategyBase's default) are left as they are.
+A learner that keeps its streams as data has its applied keys committed with the run
+(harness/runner/stream_state.py); learners that keep neither are left as they are.
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Optional
 
 from harness.benchmarks import Benchmark
 from harness.errors import INFRA
 from harness.row import Row
 from harness.runner.reflect_and_retry import shown
+from harness.runner.stream_state import StreamStates
 from strategies import Strategy
+from strategies.role_client import RoleCallFailed
 
 
 def episode_key(task_id: str, trial: int) -> str:
@@ -28,9 +31,12 @@ def episode_key(task_id: str, trial: int) -> str:
 
 
 def reapply_online_updates(strategy: Strategy, bench: Benchmark, run_dir: Path, records: Iterable[Row],
-                           ground_truth: bool = False) -> int:
-    """Replays go to the episode's own stream (its key carries the trial), with labels only when allowed."""
+                           ground_truth: bool = False, states: Optional[StreamStates] = None) -> int:
+    """Replays go to the episode's own stream (its key carries the trial), with labels only when allowed; a
+    learner whose streams are committed with the run (`states`) commits each replayed update too."""
     applied = strategy.applied_episodes()
+    if applied is None and states is not None:
+        applied = states.applied()
     if applied is None:
         return 0
     pending = [r for r in records if r.get("error") != INFRA and r.get("trajectory")
@@ -40,7 +46,12 @@ def reapply_online_updates(strategy: Strategy, bench: Benchmark, run_dir: Path, 
         if trajectory is None:  # a benchmark that cannot read its trajectories back (BenchmarkBase's default)
             return 0
         episode = replace(trajectory, episode=episode_key(record["task_id"], record["trial"]))
-        strategy.learn(shown(episode, ground_truth))
+        try:
+            strategy.learn(shown(episode, ground_truth))
+        except RoleCallFailed as exc:  # lost again: recorded as applied (lost), as a live update would be
+            print(f"memdeliv: replayed online update lost: {exc}", file=sys.stderr)
+        if states is not None and episode.episode is not None:
+            states.commit(record["trial"], episode.episode)
     if pending:
         print(f"memdeliv: re-applied {len(pending)} online update(s) lost by an interrupted run", file=sys.stderr)
     return len(pending)

@@ -126,11 +126,12 @@ class _Remote:
         self.opts = {"num_cpus": float(self.ex.cpus_per_episode), "max_retries": int(self.ex.max_retries),
                      "retry_exceptions": False}  # Ray reruns an episode only when its worker died, never on an error
 
-    def submit(self, task: Task, trial: int, rerun: int = 0, view: Optional[bytes] = None) -> Any:  # a Ray ObjectRef
+    def submit(self, task: Task, trial: int, rerun: int = 0, view: Optional[bytes] = None,
+               state: Optional[dict[str, Any]] = None) -> Any:  # a Ray ObjectRef
         # named tasks: `ps` shows ray::episode:<task>:t<trial> for each running one
         name = f"episode:{task.id}:t{trial}" + (f":r{rerun}" if rerun else "")
         blob = pickle.dumps(task)  # unpickled in the worker after worker_setup(): see there
-        return self.remote.options(name=name, **self.opts).remote(self.job_ref, blob, trial, rerun, view)
+        return self.remote.options(name=name, **self.opts).remote(self.job_ref, blob, trial, rerun, view, state)
 
     def collect(self, ref: Any, episodes: EpisodeRunner, task: Task, trial: int, submitted: str) -> Outcome:
         ray = self.ray
@@ -204,11 +205,16 @@ class RayEpisodes:
 
     def __call__(self, task: Task, trial: int, rerun: int = 0) -> Outcome:
         submitted = now_iso()
-        ref = self.remote.submit(task, trial, rerun, view=pickle.dumps(self.strategy.for_trial(trial)))
+        state = self.strategy.stream_state(trial)  # a stream kept as data travels as data, else as its view
+        view = None if state is not None else pickle.dumps(self.strategy.for_trial(trial))
+        ref = self.remote.submit(task, trial, rerun, view=view, state=state)
         with self._lock:
             self._pending.add(ref)
         try:
-            return self.remote.collect(ref, self.episodes, task, trial, submitted)
+            outcome = self.remote.collect(ref, self.episodes, task, trial, submitted)
+            if outcome.stream_state is not None:  # what the worker's deliver changed (retrieval synthesis)
+                self.strategy.restore_stream(trial, outcome.stream_state)
+            return replace(outcome, stream_state=None)
         finally:
             with self._lock:
                 self._pending.discard(ref)
@@ -243,18 +249,24 @@ def worker_setup() -> None:
 
 
 def _episode_in_worker(job: RayJob, task_blob: bytes, trial: int, rerun: int = 0,
-                       view_blob: Optional[bytes] = None) -> Outcome:
-    """view_blob: an online learner's trial view, pickled on the driver (the stream as it stands)."""
+                       view_blob: Optional[bytes] = None, state: Optional[dict[str, Any]] = None) -> Outcome:
+    """view_blob: an online learner's trial view, pickled on the driver; state: its stream as data
+    (Strategy.stream_state), set on this worker's own strategy and sent back after the episode."""
     worker_setup()
     task = pickle.loads(task_blob)
     view = pickle.loads(view_blob) if view_blob is not None else None
     token, episodes = _context.get("job", (None, None))
     if token != job.token:
         episodes = _build_in_worker(job)
+    if state is not None:
+        episodes.strategy.restore_stream(trial, state)
+        view = episodes.strategy.for_trial(trial)
     # a stop (bad key / unknown model) travels as data; the driver stops the job
     outcome = episodes(task, trial, rerun=rerun, view=view)
     if view is None:  # the trajectory object: only online learners (their streams send a view) need it
         outcome = replace(outcome, trajectory=None)
+    if state is not None:
+        outcome = replace(outcome, stream_state=episodes.strategy.stream_state(trial))
     if outcome.row is None or not outcome.row.get("trajectory"):
         return outcome
     path = episodes.root / outcome.row["trajectory"]

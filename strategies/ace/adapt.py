@@ -45,8 +45,10 @@ class AceSettings:
     # Curator operations per update; None = as the mode says (paper: none; extended: 10)
     max_operations: int | None = None
     sections: str = "auto"  # generic (ace-agent/ace) | appworld (ace-appworld) | auto: appworld on AppWorld
-    role_max_retries: int = 3  # Reflector / Curator calls: transient provider errors retried as agent calls are
-    role_retry_backoff_s: float = 2.0  # first wait; doubles each retry
+    # Reflector / Curator calls: transient provider errors retried as agent calls are; None: the run's model's
+    # (model.max_retries, model.retry_backoff_s: first wait, doubling)
+    role_max_retries: int | None = None
+    role_retry_backoff_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -55,7 +57,7 @@ class AceSettings:
             raise ValueError(f"playbook_token_budget must be >= 1 or null, got {self.playbook_token_budget}")
         if self.dedup_threshold is not None and not 0.0 < self.dedup_threshold <= 1.0:
             raise ValueError(f"dedup_threshold must be in (0, 1] or null, got {self.dedup_threshold}")
-        if self.role_max_retries < 0 or self.role_retry_backoff_s < 0:
+        if (self.role_max_retries or 0) < 0 or (self.role_retry_backoff_s or 0) < 0:
             raise ValueError("role_max_retries and role_retry_backoff_s must be >= 0")
         if self.reflection_rounds < 0:
             raise ValueError(f"reflection_rounds must be >= 0, got {self.reflection_rounds}")

@@ -13,9 +13,10 @@ from strategies.ace.llm import JsonLLM
 from strategies.ace.playbook import Playbook, load_playbook
 from strategies.ace.pruning import EmbeddingCache
 from strategies.ace.strategy import LATEST, ONLINE_OPTIONS, RENAMED, SNAPSHOTS, AcePlaybook, check_options, now_utc
-from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory
+from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory, trial_of
 from strategies.budget import token_counter
 from strategies.memory_file import learned_from, read_playbook_or_guidelines
+from strategies.plan_block import PlanEstimate, full_block
 from strategies.registry import StrategyContext
 
 
@@ -115,7 +116,7 @@ class AceOnline(AcePlaybook):
         task's gold solution, asked for only when ground truth is allowed) and `samples` (the job's episodes,
         for the Curator's "sample i of N"). Returns facts for the episode's record (`update_lost`).
         Strategies never see the adapter."""
-        trial = _trial_of(trajectory.episode)
+        trial = trial_of(trajectory.episode)
         stream = self._stream(trial)
         key = _episode_key(trajectory.task.task_id, trial)  # reflections are keyed by episode, never shared
 
@@ -203,6 +204,10 @@ class AceOnline(AcePlaybook):
                    learned_from=ctx.learned_from, token_model=ctx.model)
 
     @classmethod
+    def plan_estimate(cls, memory: str | None, count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
+        return full_block(memory, count)  # the playbook's guidelines, as plain bullets (an upper bound)
+
+    @classmethod
     def uses_ground_truth(cls, options: dict[str, Any]) -> bool:
         """Registry hook: labels are learned from when allowed, or when the verdict decides re-runs."""
         s = AceSettings.from_options(options)
@@ -214,12 +219,6 @@ STREAM_DIR = "trial_"
 
 def _episode_key(task_id: str, trial: int) -> str:
     return f"{task_id}#{trial}"
-
-
-def _trial_of(episode: str | None) -> int:
-    """The trial of an episode key `<task>#<trial>` (None: an offline build, stream 0)."""
-    tail = episode.rsplit("#", 1)[-1] if episode else ""
-    return int(tail) if tail.isdigit() else 0
 
 
 @dataclass
@@ -292,15 +291,13 @@ def _stream_facts(ace: AcePlaybook, trajectory: Trajectory | None, playbook: Pla
 
 def _role(options: dict[str, Any], role: str, ctx: StrategyContext) -> JsonLLM:
     """`<role>_model: null` = the run's own model (and its kwargs, e.g. a local server's api_base)."""
-    model = options.get(f"{role}_model") or ctx.model
-    if not model:
+    if not (options.get(f"{role}_model") or ctx.model):
         raise ValueError(f"ace_online: no model for the {role}; set strategy.options.{role}_model")
-    own = options.get(f"{role}_kwargs")
-    kwargs = dict(own) if own is not None else (dict(ctx.model_kwargs) if model == ctx.model else {})
     settings = AceSettings.from_options(options)
-    return JsonLLM(model=model, kwargs=kwargs, json_mode=options.get("json_mode", "schema"),
-                   api_key_env=options.get(f"{role}_api_key_env"), max_retries=settings.role_max_retries,
-                   retry_backoff_s=settings.role_retry_backoff_s)
+    client = ctx.run_client().configured(options.get(f"{role}_model"), options.get(f"{role}_kwargs"),
+                                         options.get(f"{role}_api_key_env"), max_retries=settings.role_max_retries,
+                                         retry_backoff_s=settings.role_retry_backoff_s)
+    return JsonLLM.of(client, json_mode=options.get("json_mode", "schema"))
 
 
 def _embedder(options: dict[str, Any]) -> Any:

@@ -196,10 +196,8 @@ class AceRetrieval(StrategyBase):
 
 
 def _ranker(opts: RetrievalOptions, ctx: StrategyContext) -> JsonLLM:
-    model = opts.ranker_model or ctx.model
-    if not model:
+    if not (opts.ranker_model or ctx.model):
         raise ValueError(f"{NAME}: ranker=llm needs a model; set strategy.options.ranker_model")
-    own = opts.ranker_kwargs
-    kwargs = dict(own) if own is not None else (dict(ctx.model_kwargs) if model == ctx.model else {})
-    return JsonLLM(model=model, kwargs=kwargs, json_mode=opts.json_mode, api_key_env=opts.ranker_api_key_env)
+    client = ctx.run_client().configured(opts.ranker_model, opts.ranker_kwargs, opts.ranker_api_key_env)
+    return JsonLLM.of(client, json_mode=opts.json_mode)
 

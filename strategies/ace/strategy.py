@@ -24,6 +24,7 @@ from strategies.ace.adapt import AceSettings
 from strategies.ace.llm import JSON_MODES
 from strategies.ace.playbook import Playbook, learned_with_labels
 from strategies.memory_file import read_playbook_or_guidelines
+from strategies.plan_block import NO_ARTIFACT, PlanEstimate, artifact_items
 from strategies.ace.pruning import enforce_budget
 from strategies.ace.pruning import drop_order
 from strategies.ace.roles import cited_steps
@@ -173,6 +174,13 @@ class AcePlaybook(StrategyBase):
     @classmethod
     def validate_options(cls, options: dict[str, Any]) -> None:
         validate(cls.name, options, cls.option_names)
+
+    @classmethod
+    def plan_estimate(cls, memory: str | None, count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
+        if artifact_items(memory) is None:
+            return NO_ARTIFACT
+        playbook, _ = read_playbook_or_guidelines(str(memory))
+        return PlanEstimate(float(count(playbook.render())), "ACE playbook as it starts (it grows online)")
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "AcePlaybook":
