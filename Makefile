@@ -68,7 +68,7 @@ MEMORY_ARGS = $(MODEL_ARGS) benchmark=$(BENCH) \
 
 # The targets a user runs start their recipe lines with @: make does not echo their long command lines (the
 # commands print what they do); setup, lint, test and lock echo theirs.
-.PHONY: setup lint test sweep selfcheck table tables report view export-tau2 import-tau2 bench bench-retrieval bench-scale clean-venv memory ace lock \
+.PHONY: setup lint test test-quick sweep selfcheck table tables report view export-tau2 import-tau2 bench bench-retrieval bench-scale clean-venv memory ace lock \
 	appworld-data tau2-data simulated-memory experiences reasoning-bank awm power recommend plan corrupt aa
 
 # `make setup` builds its parts concurrently (a sub-make with -j$(SETUP_JOBS)): the main venv's installs,
@@ -155,6 +155,12 @@ lint: setup
 # two workers or more (one per core, at most 4), whole files per worker so module fixtures are built once
 test: lint
 	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile
+
+# The edit loop (docs/development.md): ruff, then the tests not marked slow in tests/conftest.py (no documented
+# command, no real model server, no Ray); mypy and the slow tests are left to `make test`, which CI runs whole.
+test-quick: setup
+	.venv/bin/ruff check --quiet
+	$(PY) -m pytest -q -n auto --maxprocesses 4 -m "not slow"
 
 sweep: setup
 	@$(PY) -m harness.run -m $(SWEEP_ARGS)

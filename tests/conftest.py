@@ -24,9 +24,60 @@ LONGEST_FIRST = ("test_documented_outputs.py", "test_local_model.py",
                  "test_tau2_results_files.py", "test_strategy_options.py")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+# `make test-quick` (the edit loop, docs/development.md) runs what is left after these: whole files that run
+# documented commands, a real model server, Ray, a browser or many CLI processes, and single tests that take seconds
+# (`pytest --durations`); they get the `slow` mark here, so a test file needs no edit to be placed. An entry that
+# names no collected test fails the collection of the whole suite (a renamed test must not slip into the quick loop).
+SLOW_FILES = (
+    "test_ace_online_resume.py", "test_ace_reference.py", "test_ace_retrieval.py", "test_analysis_outputs.py",
+    "test_appworld_engine.py", "test_budget.py", "test_compare_notebook.py", "test_config_errors.py",
+    "test_decision_calibration.py", "test_decision_edges.py", "test_documented_commands.py",
+    "test_documented_outputs.py", "test_dose.py", "test_exp_rag.py", "test_harm.py", "test_ibm_pairing.py",
+    "test_identity_gaps.py", "test_job_lock.py", "test_kill_resume.py", "test_launchers.py",
+    "test_learner_faults.py", "test_local_model.py", "test_memory_provenance.py", "test_memory_tokens.py",
+    "test_model_checks.py", "test_noise_floor.py", "test_on_demand.py", "test_online_learner_resume.py",
+    "test_online_streams.py", "test_parallel_jobs.py", "test_plugin_benchmark.py", "test_plugin_guide.py",
+    "test_power.py", "test_provider_rejections.py", "test_ray_executor.py", "test_ray_quiet_start.py",
+    "test_readme_quickstart.py", "test_reasoning_bank.py", "test_refusals.py", "test_report_browser.py",
+    "test_robustness.py", "test_secret_echo.py", "test_secrets.py", "test_selfcheck.py", "test_simulated_draw.py",
+    "test_simulated_world.py", "test_stop_reasons.py", "test_strategy_options.py", "test_sweep_passk.py",
+    "test_tau2_fresh_db.py", "test_tau2_results_files.py", "test_tau2_task_sets.py", "test_unreachable_provider.py",
+    "test_viewer.py", "test_viewer_browser.py",
+)
+SLOW_TESTS = (
+    "test_ace_runs.py::test_offline_adaptation_loop_with_scripted_roles",
+    "test_analysis_experiments.py::test_experiment_sweep_runs_with_command_line_winning",
+    "test_assembly.py::test_priority_drop_keeps_a_long_episode_under_the_window_with_a_code_made_summary",
+    "test_assembly_experiment.py::test_assembly_sweep_keeps_jobs_apart_and_tables_group_by_the_axes",
+    "test_awm.py::test_workflows_come_from_successful_train_episodes_only",
+    "test_build_memory_cli.py::test_collect_extract_consolidate_offline",
+    "test_controls.py::test_decomposition_recovers_the_planted_truth",
+    "test_core_retrieval.py::test_kana_example_core_plus_refund_not_kana",
+    "test_dynamic_cheatsheet.py::test_retrieval_synthesis_runs_on_the_simulated_world_one_curator_call_per_episode",
+    "test_fault_injection.py::test_injected_faults_are_retried_counted_and_resumed",
+    "test_lint_in_ci.py::test_the_configured_checks_catch_planted_mistakes",
+    "test_no_leakage.py::test_hidden_scenario_never_reaches_strategy_prompt_or_record",
+    "test_row.py::test_a_job_reads_its_results_once_and_checks_its_memory_once",
+    "test_store_only_writer.py::test_only_harness_store_opens_results_or_retries_for_writing",
+    "test_strategy_calls.py::test_ace_online_rows_carry_each_updates_reflector_and_curator",
+    "test_table_width.py::test_sweep_table_fits_160_columns_and_wide_keeps_everything",
+    "test_task_orders.py::test_each_stream_learns_in_its_order_and_the_table_prints_every_order",
+    "test_verdict.py::test_under_equal_strategies_the_band_and_the_harm_verdict_name_noise_at_their_rate",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+    matched: set[str] = set()
+    for item in items:
+        test = f"{item.path.name}::{item.originalname}"
+        if item.path.name in SLOW_FILES or test in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
+            matched.add(item.path.name if item.path.name in SLOW_FILES else test)
+    whole_suite = not config.args or config.args == [str(REPO / "tests")] or config.args == ["tests"]
+    if whole_suite and not config.getoption("-k") and (stale := set(SLOW_FILES + SLOW_TESTS) - matched):
+        raise pytest.UsageError(f"conftest.py SLOW_FILES / SLOW_TESTS name no collected test: {sorted(stale)}")
 
 
 def unwrapped(text: str) -> str:
