@@ -18,9 +18,11 @@ _TAGGED = re.compile(r"<cheatsheet>(.*?)</cheatsheet>", re.S | re.I)
 
 
 def extract_cheatsheet(answer: str, old: str) -> str:
-    """The text between the last pair of <cheatsheet> tags; the old cheatsheet when there is none."""
-    found = _TAGGED.findall(answer or "")
-    return found[-1].strip() if found and found[-1].strip() else old
+    """The text between the FIRST pair of <cheatsheet> tags, as the reference's extractor takes it
+    (suzgunmirac/dynamic-cheatsheet utils/extractor.py extract_cheatsheet: one regex search); the old cheatsheet
+    when there is none (or it is empty)."""
+    found = _TAGGED.search(answer or "")
+    return found.group(1).strip() if found and found.group(1).strip() else old
 
 
 @dataclass(frozen=True)
