@@ -172,7 +172,8 @@ reasoning-bank: setup
 
 # awm's workflows: a `none` run on train (as `make memory`), one induction call over its successful episodes
 awm: setup
-	$(PY) -m harness.memory.workflows --name $(MEMNAME) -- $(MEMORY_ARGS)
+	$(PY) -m harness.memory.workflows --name $(MEMNAME) $(if $(DEMONSTRATIONS),--demonstrations $(DEMONSTRATIONS)) \
+		-- $(MEMORY_ARGS)
 
 # The SIMULATED world (docs/simulated-world.md): planted guideline relevance for model=simulated, no key needed
 simulated-memory: setup
