@@ -84,11 +84,12 @@ def build(run_dir: Path, out: Path, model: str | None = None, demonstrations: st
     price = price_of(name)
     usage = {**llm.usage, "cost_usd": None if price is None else price.cost(llm.usage["prompt_tokens"],
                                                                           llm.usage["completion_tokens"])}
+    source = "gold demonstrations" if demonstrations == "gold" else "successful episodes"
     meta = {"kind": KIND, "note": ("workflows written by the SCRIPTED designs model from templates: a pipeline "
                                    "demo, NOT learned") if name == SCRIPTED_DESIGNS else
-            f"induced from the train tasks' {'gold demonstrations' if demonstrations == 'gold' else 'successful episodes'}", "benchmark": config["benchmark"]["name"], "split": TRAIN,
+            f"induced from the train tasks' {source}", "benchmark": config["benchmark"]["name"], "split": TRAIN,
             "agent_model": config["model"]["name"], "extractor": name, "source_run": str(run_dir),
-            # which episodes succeeded is the train label: ground truth
+            # gold actions, and which episodes succeeded, are train labels: ground truth
             "learned_from": {**config["learned_from"], "ground_truth": True, "extractor": name},
             "demonstrations": demonstrations, "created": now_iso()}
     save_memory(out, items, meta)
