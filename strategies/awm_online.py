@@ -2,7 +2,8 @@
 webarena/pipeline.py, autoeval/, induce_prompt.py).
 
 Each trial stream starts with no workflows. After each of its episodes the model judges the episode from the
-trajectory alone (the reference's `--criteria autoeval` default: no ground truth); when it judges a success, the
+trajectory alone (the reference's `--criteria autoeval` default: no ground truth); then, after EVERY task as the
+reference's pipeline.py runs induce_prompt.py after each one (once the stream has a judged success), the
 workflows are induced again from every episode of the stream judged successful so far and replace the old ones
 (the reference rewrites the workflow file), with the offline variant's instruction and one-shot example at the
 reference online induction's temperature 1.0 and max_tokens 2048. Every workflow is delivered at every step.
@@ -19,6 +20,7 @@ from strategies.base import Delivery, Gold, Guideline, Rerun, StepView, Strategy
 from strategies.budget import budget_option, fit_budget, token_counter
 from strategies.experiences import condense
 from strategies.reasoning_bank_prompts import JUDGE_SYSTEM, parse_status, user_turn
+from strategies.reasoning_bank import JUDGE_TEMPERATURE
 from strategies.registry import StrategyContext
 from strategies.role_llm import RoleLLM, role_model
 
@@ -56,10 +58,13 @@ class AwmOnline(StrategyBase):
     def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
               samples: Optional[int] = None) -> Mapping[str, Any]:
         assert self.llm is not None, "awm_online learns only when built with a model (create)"
-        if not parse_status(self.llm.ask(JUDGE_SYSTEM, user_turn(trajectory), "awm_judge")):
-            return {"awm_judged_success": False, "awm_workflows": len(self.workflows)}
+        judge = RoleLLM(self.llm.model, {**self.llm.kwargs, "temperature": JUDGE_TEMPERATURE}, self.llm.completion,
+                        self.llm.usage)  # the reference's autoeval clients call at temperature 0
+        success = bool(parse_status(judge.ask(JUDGE_SYSTEM, user_turn(trajectory), "awm_judge")))
         with self._lock:
-            solved = [*self._solved, (trajectory.task.task_id, condense(trajectory))]
+            solved = [*self._solved, (trajectory.task.task_id, condense(trajectory))] if success else self._solved
+        if not solved:  # no judged success yet: nothing to induce from
+            return {"awm_judged_success": success, "awm_workflows": len(self.workflows)}
         inducer = RoleLLM(self.llm.model, {**self.llm.kwargs, "temperature": ONLINE_TEMPERATURE,
                                            "max_tokens": ONLINE_MAX_TOKENS}, self.llm.completion, self.llm.usage)
         found = parse_workflows(inducer.ask(INSTRUCTION, induction_prompt([line for _, line in solved]),
@@ -71,7 +76,7 @@ class AwmOnline(StrategyBase):
                 self.workflows = tuple(Guideline(id=f"awm-{i}", text=w, support=len(sources), source_task_ids=sources)
                                        for i, w in enumerate(found, start=1))
                 self._delivery = self._fit()
-            return {"awm_judged_success": True, "awm_workflows": len(self.workflows)}
+            return {"awm_judged_success": success, "awm_workflows": len(self.workflows)}
 
     def for_trial(self, trial: int) -> "AwmOnline":
         if trial == 0:

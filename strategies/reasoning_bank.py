@@ -36,6 +36,13 @@ from strategies.vector_search import rank_rows, stable_similarity
 
 KIND = "reasoning_bank"
 JUDGES = ("self", "ground_truth")
+JUDGE_TEMPERATURE = 0.0  # autoeval/clients.py: every judge client calls its model at temperature 0
+HEADER = "Memory items from similar past tasks (title: description, then the insight):"
+# the agent's instruction (WebArena/agents/legacy/agent.py appends it to the system message with the items): the
+# items may help, use one when relevant, and at each step first say whether it uses each item, then act
+INSTRUCTION = ("These memory items were gathered from earlier interactions and may help with this task; use one "
+               "when you judge it relevant. At each step, first state explicitly whether you will use each memory "
+               "item or not, then act.")
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,9 @@ class BankOptions:
     learn_online: bool = True  # append the items of every finished episode (run.py: after each task)
     max_items: int = MAX_ITEMS  # per trajectory ("at most 3", instruction.py)
     temperature: float = 1.0  # extraction (induce_memory.py llm_generate: temperature=1.0)
+    # the extractor's own output limit, never the run's (a local run's 256 would cut an item short); the reference's
+    # llm_generate allows 65536 (gemini-2.5-flash's output limit), above what other providers accept
+    max_tokens: int = 8192
     model: str | None = None  # judge and extractor; null: the run's model
     embedder: str = "minilm"  # the reference embeds with gemini-embedding-001; ours offline by default
     embed_cache: str | None = ".cache/embeddings"
@@ -57,8 +67,9 @@ class BankOptions:
             raise ValueError(f"reasoning_bank: unknown option(s) {sorted(unknown)}")
         check_types("reasoning_bank", cls, dict(options))
         opts = cls(**options)
-        if opts.top_k < 1 or opts.max_items < 1 or opts.judge not in JUDGES:
-            raise ValueError(f"reasoning_bank: need top_k >= 1, max_items >= 1, judge in {JUDGES}; got {opts}")
+        if opts.top_k < 1 or opts.max_items < 1 or opts.max_tokens < 1 or opts.judge not in JUDGES:
+            raise ValueError(f"reasoning_bank: need top_k >= 1, max_items >= 1, max_tokens >= 1, judge in {JUDGES}; "
+                             f"got {opts}")
         budget_option("reasoning_bank", dict(options))
         return opts
 
@@ -69,9 +80,11 @@ def distil(trajectory: Trajectory, key: str, llm: RoleLLM, opts: BankOptions) ->
     if opts.judge == "ground_truth":
         success = bool(trajectory.success)
     else:  # no verdict counts as a failure: its lessons are then framed as what to avoid
-        success = bool(parse_status(llm.ask(JUDGE_SYSTEM, turn, "rb_judge")))
-    answer = RoleLLM(llm.model, {**llm.kwargs, "temperature": opts.temperature}, llm.completion, llm.usage).ask(
-        SUCCESS_SYSTEM if success else FAILURE_SYSTEM, turn, "rb_extractor")
+        judge = RoleLLM(llm.model, {**llm.kwargs, "temperature": JUDGE_TEMPERATURE}, llm.completion, llm.usage)
+        success = bool(parse_status(judge.ask(JUDGE_SYSTEM, turn, "rb_judge")))
+    extractor = RoleLLM(llm.model, {**llm.kwargs, "temperature": opts.temperature, "max_tokens": opts.max_tokens},
+                        llm.completion, llm.usage)
+    answer = extractor.ask(SUCCESS_SYSTEM if success else FAILURE_SYSTEM, turn, "rb_extractor")
     query = query_of(trajectory)
     items = [Guideline(id=f"rb-{key}-{i}", text=f"{title}: {description} {content}",
                        category="strategy" if success else "recovery", source_task_ids=(trajectory.task.task_id,),
@@ -83,7 +96,7 @@ def distil(trajectory: Trajectory, key: str, llm: RoleLLM, opts: BankOptions) ->
 def render_bank(items: Sequence[Guideline], note: str = "") -> str:
     if not items and not note:
         return ""
-    lines = ["<reasoning_bank>", "Memory items from similar past tasks (title: description, then the insight):"]
+    lines = ["<reasoning_bank>", HEADER, INSTRUCTION]
     lines += [f"- [{g.id}] {g.text}" for g in items] + ([note] if note else []) + ["</reasoning_bank>"]
     return "\n".join(lines)
 
