@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
 from strategies.awm import INSTRUCTION, induction_prompt, parse_workflows, render_workflows
-from strategies.base import Delivery, Gold, Guideline, Rerun, StepView, StrategyBase, TaskView, Trajectory
+from strategies.base import (Delivery, Gold, Guideline, Rerun, StepView, StrategyBase, TaskView, Trajectory,
+                             learner_start)
 from strategies.budget import budget_option, fit_budget, token_counter
 from strategies.experiences import condense
 from strategies.reasoning_bank_prompts import JUDGE_SYSTEM, parse_status, user_turn
@@ -77,6 +78,9 @@ class AwmOnline(StrategyBase):
                                        for i, w in enumerate(found, start=1))
                 self._delivery = self._fit()
             return {"awm_judged_success": success, "awm_workflows": len(self.workflows)}
+
+    def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
+        return learner_start(False)  # every stream from no workflows: it reads no artifact
 
     def for_trial(self, trial: int) -> "AwmOnline":
         if trial == 0:

@@ -8,7 +8,7 @@ import threading
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Optional
 
-from strategies.base import Delivery, Guideline, StepView, StrategyBase, TaskView
+from strategies.base import Delivery, Guideline, StepView, StrategyBase, TaskView, Trajectory, learner_start
 from strategies.options import check_types
 from strategies.role_llm import RoleLLM
 
@@ -71,6 +71,9 @@ class Cheatsheet(StrategyBase):
         with self._lock:
             text = self.cheatsheet
         return delivered(text)
+
+    def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
+        return learner_start(False)  # every stream from "(empty)": it reads no artifact
 
     def curator(self) -> RoleLLM:
         assert self.llm is not None, "dynamic_cheatsheet learns only when built with a model (create)"

@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from strategies.base import (Delivery, Embedder, Gold, Guideline, Rerun, StepView, StrategyBase, TaskView,
-                             Trajectory, seen_task_text)
+                             Trajectory, learner_start, seen_task_text)
 from strategies.budget import budget_option, fit_budget, token_counter
 from strategies.options import check_types
 from strategies.reasoning_bank_prompts import (FAILURE_SYSTEM, JUDGE_SYSTEM, MAX_ITEMS, SUCCESS_SYSTEM,
@@ -168,6 +168,9 @@ class ReasoningBank(StrategyBase):
             self._bank += items
             self._add(items)
         return {"rb_judged_success": success, "rb_items_added": len(items)}
+
+    def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
+        return learner_start(bool(self.items)) if self.learns_online else {}
 
     def for_trial(self, trial: int) -> "ReasoningBank":
         if trial == 0 or not self.learns_online:
