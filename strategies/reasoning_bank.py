@@ -67,9 +67,9 @@ class BankOptions:
             raise ValueError(f"reasoning_bank: unknown option(s) {sorted(unknown)}")
         check_types("reasoning_bank", cls, dict(options))
         opts = cls(**options)
-        if opts.top_k < 1 or opts.max_items < 1 or opts.max_tokens < 1 or opts.judge not in JUDGES:
-            raise ValueError(f"reasoning_bank: need top_k >= 1, max_items >= 1, max_tokens >= 1, judge in {JUDGES}; "
-                             f"got {opts}")
+        if opts.top_k < 0 or opts.max_items < 1 or opts.max_tokens < 1 or opts.judge not in JUDGES:
+            raise ValueError(f"reasoning_bank: need top_k >= 0 (0: the dose axis' no-memory point), max_items >= 1, "
+                             f"max_tokens >= 1, judge in {JUDGES}; got {opts}")
         budget_option("reasoning_bank", dict(options))
         return opts
 
@@ -144,7 +144,7 @@ class ReasoningBank(StrategyBase):
     def retrieve(self, query: str) -> list[Guideline]:
         """Every item of the top_k past tasks most similar to `query` (ties: the earlier task)."""
         with self._lock:
-            if not query or not self._queries:
+            if not query or not self._queries or self.opts.top_k == 0:
                 return []
             assert self.embedder is not None
             sims = stable_similarity(self._vectors @ np.asarray(self.embedder.embed([query])[0], np.float32))

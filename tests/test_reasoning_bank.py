@@ -91,6 +91,11 @@ def test_online_it_judges_itself_extracts_appends_and_reports_its_calls():
     assert "- [rb-7-t0-1] T1: D1. C1." in shown.text
     other = bank.for_trial(1)  # its own stream, from the starting (empty) bank
     assert other is not bank and other.deliver(TaskView("b", "q", "shoes refund"), StepView(0)).empty
+    # top_k 0 (the dose axis' first point, the paper's k = 0): it learns all the same, and delivers nothing
+    blind = ReasoningBank(options={"top_k": 0}, embedder=FakeBagOfWordsEmbedder(),
+                          llm=RoleLLM("scripted/x", completion=Scripted("success")))
+    assert blind.learn(_episode("7", "refund the blue shoes"))["rb_items_added"] == 2
+    assert blind.deliver(TaskView("b", "q", "shoes refund please"), StepView(0)).empty
 
 
 def test_a_scripted_run_model_is_answered_by_the_scripted_designs_model():
