@@ -234,7 +234,7 @@ def test_on_the_simulated_world_on_demand_pulls_reads_what_it_was_given_and_cost
 
 def test_a_model_that_never_pulls_reads_as_never_pulled_in_the_table_the_viewer_and_the_controls(artifact, runs_dir,
                                                                                                  capsys):
-    from analysis.runs.load import load_records
+    from analysis import load_records
     from analysis.table import main as table
     from analysis.viewer.episodes import EpisodeIndex
     from analysis.views import controls
