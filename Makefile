@@ -26,13 +26,20 @@ MEMNAME     ?= $(BENCH)__$(subst /,_,$(MODEL))
 # them alone as memory_by_strategy.<name> when they are in STRATEGIES
 EXPERIENCES ?= runs/memory/$(MEMNAME)/experiences.jsonl
 comma := ,
-# reasoning_bank starts from `make reasoning-bank`'s bank when it exists (else from memory=; memory=null: empty)
-REASONING_BANK ?= $(wildcard runs/memory/$(MEMNAME)/reasoning_bank/bank.jsonl)
+# Where an online learner starts (docs/strategies.md "Where an online learner starts"): START=empty (default) gives
+# every online design no memory, as their papers do; START=train starts reasoning_bank from `make reasoning-bank`'s
+# bank (REASONING_BANK=), and is refused for a learner that has no train artifact to start from.
+START ?= empty
+REASONING_BANK ?= runs/memory/$(MEMNAME)/reasoning_bank/bank.jsonl
 AWM ?= runs/memory/$(MEMNAME)/awm/workflows.jsonl
+NO_TRAIN_START = $(filter dynamic_cheatsheet awm_online,$(subst $(comma), ,$(STRATEGIES)))
+$(if $(filter-out empty train,$(START)),$(error START=$(START): use START=empty or START=train))
+$(if $(and $(filter train,$(START)),$(NO_TRAIN_START)),$(error START=train: $(NO_TRAIN_START) has no train artifact \
+	to start from; run it with START=empty, as its paper does))
 EXPERIENCE_ARGS = $(foreach s,$(filter exp_rag long_context,$(subst $(comma), ,$(STRATEGIES))),\
 	+memory_by_strategy.$(s)=$(EXPERIENCES)) \
-	$(if $(and $(REASONING_BANK),$(filter reasoning_bank,$(subst $(comma), ,$(STRATEGIES)))),\
-	+memory_by_strategy.reasoning_bank=$(REASONING_BANK)) \
+	$(if $(filter reasoning_bank,$(subst $(comma), ,$(STRATEGIES))),\
+	+memory_by_strategy.reasoning_bank=$(if $(filter train,$(START)),$(REASONING_BANK),null)) \
 	$(if $(filter awm,$(subst $(comma), ,$(STRATEGIES))),+memory_by_strategy.awm=$(AWM))
 RUNS        ?= runs/$(RUN)
 # what the analysis targets read: RUNS=, or runs/$(RUN) when RUN= is given; neither given, nothing (the command
@@ -185,7 +192,8 @@ reasoning-bank: setup
 
 # awm's workflows: a `none` run on train (as `make memory`), one induction call over its successful episodes
 awm: setup
-	@$(PY) -m harness.memory.workflows --name $(MEMNAME) -- $(MEMORY_ARGS)
+	@$(PY) -m harness.memory.workflows --name $(MEMNAME) $(if $(DEMONSTRATIONS),--demonstrations $(DEMONSTRATIONS)) \
+		-- $(MEMORY_ARGS)
 
 # The SIMULATED world (docs/simulated-world.md): planted guideline relevance for model=simulated, no key needed
 simulated-memory: setup

@@ -99,7 +99,8 @@ def plan(facts: dict[str, Any], strategies: list[str], trials: int, pilot: Optio
     gold = [facts["gold_actions"].get(t) for t in facts["tasks"]]
     cells, recorded = [], recorded_episodes(run_dir, facts)
     for strategy in strategies:
-        own = (facts.get("memory_by_strategy") or {}).get(strategy) or memory  # as harness.config.job_memory
+        table = facts.get("memory_by_strategy") or {}
+        own = table[strategy] if strategy in table else memory  # as JobSettings.job_memory: a null entry is none
         block, note = memory_block_tokens(strategy, own, m["name"], facts.get("strategy_options") or {})
         if pilot is not None:
             episode = pilot_episode(pilot, strategy, memory, block, facts)

@@ -17,7 +17,7 @@ from analysis.runs.named import runs_named
 from analysis.statistics import infra
 from analysis.statistics.metrics import infra_imbalance
 from analysis.tables import exclusions, notes, summary_of, view_line
-from analysis.views import orders
+from analysis.views import orders, pulls
 from analysis.views.displays import COMPACT_NOTE, compact_display, markdown, scenario_warnings, strategies_display
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     print(view_line(exclude) + "\n\n" + "".join(fit(f"- {line}", "  ") + "\n" for line in lines) + table)
     for line in scenario_warnings(summary):
         print(fit(line), file=sys.stderr)
+    if pulled := pulls.terminal(df, exclude):  # beside a pulled strategy's success: did the agent pull at all
+        print("\n" + pulled)
     if by_order := orders.terminal(df, exclude):
         print("\n" + by_order)
     legend = short_legend(args.runs) if args.short_legend else \

@@ -35,7 +35,7 @@ from analysis.runs.load import add_pool_option, load_compared, load_memory_histo
 from analysis.runs.named import runs_named
 from analysis.statistics import infra, stats
 from analysis.statistics.metrics import EXCLUDED, GROUP, INFRA, infra_imbalance, paired_comparisons, summarize
-from analysis.views import controls, ibm, orders, plots
+from analysis.views import controls, ibm, orders, plots, pulls
 from analysis.views.compare import model_table
 from analysis.views.displays import (COMPACT_NOTE, compact_display, markdown, models_display, pairs_display,
                                scenario_warnings, strategies_display)
@@ -239,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     print(fmt.wrap(header(result)) + fmt.plain(compact_display(result.summary)))
     for line in scenario_warnings(result.summary):
         print(fmt.wrap(line), file=sys.stderr)
+    if pulled := pulls.terminal(result.records, result.exclude):
+        print("\n" + pulled)
     print("\n" + models_terminal(result.models))
     if parts := controls.terminal(result.records, result.exclude):
         print("\n" + parts)

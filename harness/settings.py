@@ -168,8 +168,11 @@ class JobSettings:
 
     @property
     def job_memory(self) -> Optional[str]:
-        """The memory artifact of this job: `memory_by_strategy[<strategy>]` when set, else `memory`."""
-        return self.memory_by_strategy.get(self.strategy.name) or self.memory
+        """The memory artifact of this job: `memory_by_strategy[<strategy>]` when given (null: none, so an online
+        learner starts empty whatever `memory` is), else `memory`."""
+        if self.strategy.name in self.memory_by_strategy:
+            return self.memory_by_strategy[self.strategy.name] or None
+        return self.memory
 
     def strategy_options(self) -> dict[str, Any]:
         """The strategy's options as plain values, secrets read from this process's environment."""

@@ -48,13 +48,18 @@ Workflow 2: Change an order after confirming it: get_order_details({order_id}) -
 explicit yes -> return_delivered_order_items({order_id}, {item_ids}) or cancel_pending_order({order_id}, {reason})
 """
 
-_WORKFLOW = re.compile(r"^\s*(?:[-*]\s*)?Workflow\s*\d+\s*[:.]\s*(.+\S)\s*$", re.M | re.I)
+_WORKFLOW = re.compile(r"^\s*(?:[-*#]+\s*)?Workflow\s*\d+\s*[:.]\s*", re.M | re.I)
 
 
 def parse_workflows(answer: str) -> list[str]:
-    """The workflows written after `# Summary Workflows` (all of the answer when the heading is missing)."""
+    """The workflows written after `# Summary Workflows` (all of the answer when the heading is missing), each
+    WHOLE: its `Workflow n:` line and every line after it up to the next workflow, on one line (the harness's
+    memory bullet). The reference keeps the model's whole answer as its workflow text (mind2web/
+    offline_induction.py), so a workflow written as a title and then its steps, one per line, keeps its steps."""
     text = answer.split(SUMMARY, 1)[-1] if SUMMARY in answer else answer
-    return list(dict.fromkeys(" ".join(w.split()) for w in _WORKFLOW.findall(text)))
+    heads = list(_WORKFLOW.finditer(text))
+    bodies = [text[h.end():nxt.start() if nxt else len(text)] for h, nxt in zip(heads, [*heads[1:], None])]
+    return list(dict.fromkeys(flat for body in bodies if (flat := " ".join(body.split()))))
 
 
 def induction_prompt(lines: list[str]) -> str:

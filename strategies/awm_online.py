@@ -2,7 +2,8 @@
 webarena/pipeline.py, autoeval/, induce_prompt.py).
 
 Each trial stream starts with no workflows. After each of its episodes the model judges the episode from the
-trajectory alone (the reference's `--criteria autoeval` default: no ground truth); when it judges a success, the
+trajectory alone (the reference's `--criteria autoeval` default: no ground truth); then, after EVERY task as the
+reference's pipeline.py runs induce_prompt.py after each one (once the stream has a judged success), the
 workflows are induced again from every episode of the stream judged successful so far and replace the old ones
 (the reference rewrites the workflow file), with the offline variant's instruction and one-shot example at the
 reference online induction's temperature 1.0 and max_tokens 2048. Every workflow is delivered at every step.
@@ -15,12 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
 from strategies.awm import INSTRUCTION, induction_prompt, parse_workflows, render_workflows
-from strategies.base import Delivery, Gold, Guideline, Rerun, StepView, StrategyBase, TaskView, Trajectory
+from strategies.base import (Delivery, Gold, Guideline, Rerun, StepView, StrategyBase, TaskView, Trajectory,
+                             learner_start)
 from strategies.stream_data import guideline_data, guidelines_of, other_stream
 from strategies.budget import budget_option, fit_budget, token_counter
 from strategies.experiences import condense
 from strategies.plan_block import PlanEstimate
 from strategies.reasoning_bank_prompts import JUDGE_SYSTEM, parse_status, user_turn
+from strategies.reasoning_bank import JUDGE_TEMPERATURE
 from strategies.registry import StrategyContext
 from strategies.role_llm import RoleLLM
 
@@ -61,10 +64,12 @@ class AwmOnline(StrategyBase):
         if trial := other_stream(self.stream_trial, trajectory):  # the episode's own stream learns it
             return self.for_trial(trial).learn(trajectory, rerun, gold, samples)
         assert self.llm is not None, "awm_online learns only when built with a model (create)"
-        if not parse_status(self.llm.ask(JUDGE_SYSTEM, user_turn(trajectory), "awm_judge")):
-            return {"awm_judged_success": False, "awm_workflows": len(self.workflows)}
+        judge = self.llm.with_kwargs(temperature=JUDGE_TEMPERATURE)  # the reference's autoeval clients: temperature 0
+        success = bool(parse_status(judge.ask(JUDGE_SYSTEM, user_turn(trajectory), "awm_judge")))
         with self._lock:
-            solved = [*self._solved, (trajectory.task.task_id, condense(trajectory))]
+            solved = [*self._solved, (trajectory.task.task_id, condense(trajectory))] if success else self._solved
+        if not solved:  # no judged success yet: nothing to induce from
+            return {"awm_judged_success": success, "awm_workflows": len(self.workflows)}
         inducer = self.llm.with_kwargs(temperature=ONLINE_TEMPERATURE, max_tokens=ONLINE_MAX_TOKENS)
         found = parse_workflows(inducer.ask(INSTRUCTION, induction_prompt([line for _, line in solved]),
                                             "awm_induction"))
@@ -75,7 +80,10 @@ class AwmOnline(StrategyBase):
                 self.workflows = tuple(Guideline(id=f"awm-{i}", text=w, support=len(sources), source_task_ids=sources)
                                        for i, w in enumerate(found, start=1))
                 self._delivery = self._fit()
-            return {"awm_judged_success": True, "awm_workflows": len(self.workflows)}
+            return {"awm_judged_success": success, "awm_workflows": len(self.workflows)}
+
+    def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
+        return learner_start(False)  # every stream from no workflows: it reads no artifact
 
     def stream_state(self, trial: int) -> dict[str, Any]:
         stream = self.for_trial(trial)

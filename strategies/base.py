@@ -329,3 +329,9 @@ def memory_frame(lines: Sequence[str] = (), title: str = "Learned guidelines") -
 
 def _tag(title: str) -> str:
     return title.lower().replace(" ", "_")
+
+
+def learner_start(started_from_train: bool) -> dict[str, str]:
+    """An online learner's row column `learner_start`: whether its stream started empty (the papers' default in
+    `make sweep`) or from a train artifact (START=train), so rows of two learners show they started alike."""
+    return {"learner_start": "train artifact" if started_from_train else "empty"}

@@ -8,7 +8,7 @@ import threading
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Mapping, Optional
 
-from strategies.base import Delivery, Guideline, StepView, StrategyBase, TaskView
+from strategies.base import Delivery, Guideline, StepView, StrategyBase, TaskView, Trajectory, learner_start
 from strategies.options import check_types
 from strategies.plan_block import PlanEstimate
 from strategies.role_llm import RoleLLM
@@ -19,9 +19,11 @@ _TAGGED = re.compile(r"<cheatsheet>(.*?)</cheatsheet>", re.S | re.I)
 
 
 def extract_cheatsheet(answer: str, old: str) -> str:
-    """The text between the last pair of <cheatsheet> tags; the old cheatsheet when there is none."""
-    found = _TAGGED.findall(answer or "")
-    return found[-1].strip() if found and found[-1].strip() else old
+    """The text between the FIRST pair of <cheatsheet> tags, as the reference's extractor takes it
+    (suzgunmirac/dynamic-cheatsheet utils/extractor.py extract_cheatsheet: one regex search); the old cheatsheet
+    when there is none (or it is empty)."""
+    found = _TAGGED.search(answer or "")
+    return found.group(1).strip() if found and found.group(1).strip() else old
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,9 @@ class Cheatsheet(StrategyBase):
         with self._lock:
             text = self.cheatsheet
         return delivered(text)
+
+    def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
+        return learner_start(False)  # every stream from "(empty)": it reads no artifact
 
     def curator(self) -> RoleLLM:
         assert self.llm is not None, "dynamic_cheatsheet learns only when built with a model (create)"

@@ -30,7 +30,7 @@ from strategies.budget import budget_option, fit_budget, token_counter
 from strategies.options import check_types
 from strategies.plan_block import NO_ARTIFACT, PlanEstimate, artifact_items, median_window
 from strategies.registry import StrategyContext
-from strategies.vector_search import IvfIndex, blas_limit, blas_threads_for, id_rank, rank_rows, stable_similarity
+from strategies.vector_search import IvfIndex, blas_limit, blas_threads_for, rank_rows, stable_similarity
 
 _CHUNK = 65536  # rows per block when comparing the whole pool with the core set (bounds the temporary)
 
@@ -68,9 +68,11 @@ class SelectionOptions:
 class GuidelineIndex:
     """Core set plus a retrieval pool with precomputed vectors; `select(query_vec)` ranks the pool exactly
     (numpy, BLAS threads chosen by timing) or, from `ann_threshold` guidelines on, through an IVF index.
-    Similarities are rounded before ranking and thresholds, ties go to the lower guideline id
-    (strategies.vector_search.stable_similarity): float noise between machines reorders only a pair that
-    straddles a rounding step (docs/simulated-world.md)."""
+    Similarities are rounded before ranking and thresholds (strategies.vector_search.stable_similarity): float
+    noise between machines reorders only a pair that straddles a rounding step (docs/simulated-world.md). Equal
+    ones keep the artifact's order, as ALTK-Evolve's select_guidelines (altk-evolve-core 1.7.1,
+    llm/guidelines/retrieval.py: a stable `sorted(..., reverse=True)` on the similarity alone) keeps store
+    order: guidelines of one source task tie exactly, and which of them top_k keeps is the store's first."""
 
     def __init__(self, core: Sequence[Guideline], pool: Sequence[Guideline], core_text: np.ndarray,
                  pool_text: np.ndarray, pool_source: np.ndarray, opts: SelectionOptions):
@@ -87,7 +89,7 @@ class GuidelineIndex:
         self.pool = pool
         self.pool_text = np.ascontiguousarray(pool_text, dtype=np.float32)
         self.pool_source = np.ascontiguousarray(pool_source, dtype=np.float32)
-        self.tie_rank = id_rank([g.id for g in pool])
+        self.tie_rank = np.arange(len(pool))  # ties: the artifact's order (ALTK-Evolve's stable sort)
         use_ann = opts.ann_threshold is not None and len(pool) >= opts.ann_threshold and opts.top_k > 0
         self.ann = IvfIndex(self.pool_source, nprobe=opts.ann_nprobe, tie_rank=self.tie_rank) if use_ann else None
         if pool and not use_ann:
@@ -127,7 +129,7 @@ class GuidelineIndex:
         return list(self.core) + [self.pool[i] for i in chosen]
 
     def _ranked_exact(self, query: np.ndarray, skip: frozenset[int] = frozenset()) -> Iterator[int]:
-        """Pool rows by decreasing (rounded) similarity to the query, ties by guideline id: the best few first,
+        """Pool rows by decreasing (rounded) similarity to the query, ties in artifact order: the best few first,
         widened only when the duplicate skips used them up."""
         with blas_limit(blas_threads_for(self.pool_source)):
             sims = stable_similarity(self.pool_source @ query)
@@ -150,7 +152,7 @@ class GuidelineIndex:
         """The index's candidates (over-fetched 4x top_k, widened 4x at a time); once the probed lists run out,
         the rest by the exact scan, so the skips can never run short of candidates. Candidates tied with the last
         one found wait for a wider search: the index returns an arbitrary few of a tie it cuts, the ranking the
-        lowest ids."""
+        first in artifact order."""
         assert self.ann is not None  # _select asks for it only when the index was built
         seen: set[int] = set()
         width = 4 * self.opts.top_k

@@ -1,9 +1,10 @@
 """`exp_rag`: Evo-Memory's ExpRAG baseline (Wei et al. 2025, arXiv 2511.20857): the top_k past episodes whose
 task is most similar to the task at hand, condensed, delivered as worked examples with their outcome.
 
-Reference defaults (the official code is unreleased; the values are those of the port zhaosnw/evo_mem,
-evo_memory/agents/exprag.py, which follows the paper's Section 3.2): `top_k` 4, similarity of the task input
-to each stored experience's input by a dense embedder, the experience's feedback (success / failure) shown.
+Defaults: Evo-Memory's code is unreleased and its paper (Section 3.2) states no k, so `top_k` 4 is the value of
+an UNOFFICIAL port, zhaosnw/evo_mem (evo_memory/agents/exprag.py), not of the paper; the rest is the paper's
+method: similarity of the task input to each stored experience's input by a dense embedder, the experience's
+feedback (success / failure) shown.
 The memory is learned from train only: an experiences artifact (strategies/experiences.py) built by
 `make experiences` from a `none` run on train; its provenance is checked like every artifact's
 (harness/provenance.py). Evo-Memory also appends each new episode to the store; here the store is frozen (the
@@ -33,7 +34,7 @@ from strategies.vector_search import id_rank, rank_rows, stable_similarity
 
 @dataclass(frozen=True)
 class ExpRagOptions:
-    top_k: int = 4  # Evo-Memory ExpRAG (zhaosnw/evo_mem exprag.py: top_k=4)
+    top_k: int = 4  # an unofficial port's value (zhaosnw/evo_mem exprag.py: top_k=4); the paper states none
     include_feedback: bool = True  # the experience's outcome shown (exprag.py: include_feedback=True)
     embedder: str = "minilm"  # see strategies.embeddings.make_embedder
     embed_cache: str | None = ".cache/embeddings"  # null: no on-disk cache

@@ -68,7 +68,7 @@ def render_trajectory(traj: Trajectory, max_chars: int = 12000, max_tool_chars: 
         content = str(content or "").strip()
         if role == "tool" and len(content) > max_tool_chars:
             content = content[:max_tool_chars] + " ...[cut]"
-        for call in m.get("tool_calls") or []:
+        for call in (m.get("tool_calls") or []) if role == "assistant" else []:  # a user's own call: not the agent's
             fn = call.get("function", call) if isinstance(call, dict) else {}
             lines.append(f"[{role} -> tool] {fn.get('name')}({_args(fn.get('arguments'))})")
         if content:

@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from strategies.base import (Delivery, Embedder, Gold, Guideline, Rerun, StepView, StrategyBase, TaskView,
-                             Trajectory, seen_task_text)
+                             Trajectory, learner_start, seen_task_text)
 from strategies.budget import budget_option, fit_budget, token_counter
 from strategies.options import check_types
 from strategies.plan_block import NO_ARTIFACT, PlanEstimate, artifact_items, median_window
@@ -39,6 +39,13 @@ from strategies.vector_search import rank_rows, stable_similarity
 
 KIND = "reasoning_bank"
 JUDGES = ("self", "ground_truth")
+JUDGE_TEMPERATURE = 0.0  # autoeval/clients.py: every judge client calls its model at temperature 0
+HEADER = "Memory items from similar past tasks (title: description, then the insight):"
+# the agent's instruction (WebArena/agents/legacy/agent.py appends it to the system message with the items): the
+# items may help, use one when relevant, and at each step first say whether it uses each item, then act
+INSTRUCTION = ("These memory items were gathered from earlier interactions and may help with this task; use one "
+               "when you judge it relevant. At each step, first state explicitly whether you will use each memory "
+               "item or not, then act.")
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,9 @@ class BankOptions:
     learn_online: bool = True  # append the items of every finished episode (run.py: after each task)
     max_items: int = MAX_ITEMS  # per trajectory ("at most 3", instruction.py)
     temperature: float = 1.0  # extraction (induce_memory.py llm_generate: temperature=1.0)
+    # the extractor's own output limit, never the run's (a local run's 256 would cut an item short); the reference's
+    # llm_generate allows 65536 (gemini-2.5-flash's output limit), above what other providers accept
+    max_tokens: int = 8192
     model: str | None = None  # judge and extractor; null: the run's model
     embedder: str = "minilm"  # the reference embeds with gemini-embedding-001; ours offline by default
     embed_cache: str | None = ".cache/embeddings"
@@ -60,8 +70,9 @@ class BankOptions:
             raise ValueError(f"reasoning_bank: unknown option(s) {sorted(unknown)}")
         check_types("reasoning_bank", cls, dict(options))
         opts = cls(**options)
-        if opts.top_k < 1 or opts.max_items < 1 or opts.judge not in JUDGES:
-            raise ValueError(f"reasoning_bank: need top_k >= 1, max_items >= 1, judge in {JUDGES}; got {opts}")
+        if opts.top_k < 0 or opts.max_items < 1 or opts.max_tokens < 1 or opts.judge not in JUDGES:
+            raise ValueError(f"reasoning_bank: need top_k >= 0 (0: the dose axis' no-memory point), max_items >= 1, "
+                             f"max_tokens >= 1, judge in {JUDGES}; got {opts}")
         budget_option("reasoning_bank", dict(options))
         return opts
 
@@ -72,9 +83,10 @@ def distil(trajectory: Trajectory, key: str, llm: RoleLLM, opts: BankOptions) ->
     if opts.judge == "ground_truth":
         success = bool(trajectory.success)
     else:  # no verdict counts as a failure: its lessons are then framed as what to avoid
-        success = bool(parse_status(llm.ask(JUDGE_SYSTEM, turn, "rb_judge")))
-    answer = llm.with_kwargs(temperature=opts.temperature).ask(SUCCESS_SYSTEM if success else FAILURE_SYSTEM, turn,
-                                                               "rb_extractor")
+        judge = llm.with_kwargs(temperature=JUDGE_TEMPERATURE)  # the reference's autoeval clients: temperature 0
+        success = bool(parse_status(judge.ask(JUDGE_SYSTEM, turn, "rb_judge")))
+    extractor = llm.with_kwargs(temperature=opts.temperature, max_tokens=opts.max_tokens)
+    answer = extractor.ask(SUCCESS_SYSTEM if success else FAILURE_SYSTEM, turn, "rb_extractor")
     query = query_of(trajectory)
     items = [Guideline(id=f"rb-{key}-{i}", text=f"{title}: {description} {content}",
                        category="strategy" if success else "recovery", source_task_ids=(trajectory.task.task_id,),
@@ -86,7 +98,7 @@ def distil(trajectory: Trajectory, key: str, llm: RoleLLM, opts: BankOptions) ->
 def render_bank(items: Sequence[Guideline], note: str = "") -> str:
     if not items and not note:
         return ""
-    lines = ["<reasoning_bank>", "Memory items from similar past tasks (title: description, then the insight):"]
+    lines = ["<reasoning_bank>", HEADER, INSTRUCTION]
     lines += [f"- [{g.id}] {g.text}" for g in items] + ([note] if note else []) + ["</reasoning_bank>"]
     return "\n".join(lines)
 
@@ -135,7 +147,7 @@ class ReasoningBank(StrategyBase):
     def retrieve(self, query: str) -> list[Guideline]:
         """Every item of the top_k past tasks most similar to `query` (ties: the earlier task)."""
         with self._lock:
-            if not query or not self._queries:
+            if not query or not self._queries or self.opts.top_k == 0:
                 return []
             assert self.embedder is not None
             sims = stable_similarity(self._vectors @ np.asarray(self.embedder.embed([query])[0], np.float32))
@@ -182,6 +194,9 @@ class ReasoningBank(StrategyBase):
                 items = list(group)
                 stream._bank += items
                 stream._add(items)
+
+    def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
+        return learner_start(bool(self.items)) if self.learns_online else {}
 
     def for_trial(self, trial: int) -> "ReasoningBank":
         if trial == 0 or not self.learns_online:

@@ -26,12 +26,41 @@ def test_induction_settings_are_the_references():
     assert cfg["name"] == "awm" and "awm" in strategies.available()
     answer = "Workflow 9: ignored example\n# Summary Workflows\nWorkflow 1: A: x -> y\n- Workflow 2: B: y -> z\n"
     assert parse_workflows(answer) == ["A: x -> y", "B: y -> z"]
+    # a workflow written as a title and its steps on lines of their own is kept whole: the reference keeps the
+    # model's whole answer as the workflow text (mind2web/offline_induction.py), not only its first line
+    steps = "# Summary Workflows\nWorkflow 1: Cancel an order\n1. find_user({email})\n2. cancel({order_id})\n\n" \
+            "Workflow 2: Look up\nget_order({order_id})\n"
+    assert parse_workflows(steps) == ["Cancel an order 1. find_user({email}) 2. cancel({order_id})",
+                                      "Look up get_order({order_id})"]
 
 
 def _episode(task_id: str, tool: str, success: bool) -> Trajectory:
     calls = [{"function": {"name": n, "arguments": "{}"}} for n in ("find_user", tool)]
     return Trajectory(task=TaskView("tau2_retail", task_id, f"task {task_id}"), success=success, reward=float(success),
                       messages=({"role": "assistant", "content": "", "tool_calls": calls},))
+
+
+def test_by_default_workflows_are_induced_from_the_gold_train_demonstrations(tmp_path, monkeypatch):
+    """zorazrw/agent-workflow-memory mind2web/offline_induction.py induces from the annotated train demonstrations:
+    here each train task's gold actions (the benchmark's gold_solution), after the task as the agent saw it."""
+    from strategies.role_llm import RoleLLM
+
+    said = {"Hi, I want to exchange a keyboard.": "0", "Hi, my order is wrong.": "1"}
+    episodes = [(task, Trajectory(task=TaskView("tau2_retail", task, ""), reward=None, success=False,
+                                  messages=({"role": "user", "content": text},))) for text, task in said.items()]
+    config = {"model": {"name": "memdeliv-scripted/oracle"}, "benchmark": {"name": "tau2_retail", "domain": "retail", "split": "train",
+                                                                          "task_ids": ["0", "1"]},
+              "learned_from": {"benchmark": "tau2_retail", "split": "train", "task_ids": ["0", "1"]}}
+    monkeypatch.setattr(workflows, "load_trajectories", lambda run_dir: (episodes, config, []))
+    prompts = []
+    monkeypatch.setattr(RoleLLM, "ask", lambda self, system, user, role: prompts.append(user) or
+                        "# Summary Workflows\nWorkflow 1: Find the user: find_user_id_by_name_zip({name}) -> x")
+    summary = workflows.build(tmp_path, tmp_path / "awm" / "workflows.jsonl")  # no episode succeeded: gold is used
+    items, meta = load_memory(tmp_path / "awm" / "workflows.jsonl")
+    assert summary["demonstrations"] == meta["demonstrations"] == "gold" and summary["shown"] == 2
+    assert items[0].source_task_ids == ("0", "1")
+    for text in said:
+        assert f"Task: {text}\nActions: find_user_id_by_" in prompts[0]  # retail's gold starts by finding the user
 
 
 def test_workflows_come_from_successful_train_episodes_only(tmp_path, monkeypatch):
@@ -41,7 +70,7 @@ def test_workflows_come_from_successful_train_episodes_only(tmp_path, monkeypatc
               "learned_from": learned}
     monkeypatch.setattr(workflows, "load_trajectories", lambda run_dir: (episodes, config, []))
     out = tmp_path / "awm" / "workflows.jsonl"
-    summary = workflows.build(tmp_path, out)
+    summary = workflows.build(tmp_path, out, demonstrations="successes")  # the option: the agent's own successes
     items, meta = load_memory(out)
     assert summary["successful"] == 1 and [g.text for g in items] == ["Open like earlier tasks: find_user({...}) -> "
                                                                       "cancel_order({...})"]  # not refund_order

@@ -51,7 +51,9 @@ def _episode(task_id: str, text: str, success: bool | None = None) -> Trajectory
                           {"id": "c", "type": "function", "function": {"name": f"tool_{task_id}", "arguments": "{}"}}]},))
 
 
-def test_a_judged_success_re_induces_from_every_judged_success_and_labels_are_not_read():
+def test_every_task_re_induces_from_every_judged_success_and_labels_are_not_read():
+    """zorazrw/agent-workflow-memory webarena/pipeline.py: per task, run, evaluate (autoeval), then induce_prompt.py
+    (temperature 1.0, max_tokens 2048) from every judged success so far: after every task, not only a success."""
     model = Scripted()
     awm = AwmOnline(llm=RoleLLM("scripted/x", completion=model))
     view = (TaskView("b", "q", "anything"), StepView(0))
@@ -59,6 +61,7 @@ def test_a_judged_success_re_induces_from_every_judged_success_and_labels_are_no
     # labelled a success, judged a failure: nothing learned (the label is not read)
     assert awm.learn(_episode("1", "refund it", success=True)) == {"awm_judged_success": False, "awm_workflows": 0}
     assert len(model.seen) == 1 and awm.deliver(*view).text == ""
+    assert model.seen[0][2]["temperature"] == 0.0  # the judge: webarena/autoeval's clients, temperature 0
     assert awm.learn(_episode("2", "ok, cancel it")) == {"awm_judged_success": True, "awm_workflows": 1}
     system, user, kwargs = model.seen[-1]
     assert system == INSTRUCTION and (kwargs["temperature"], kwargs["max_tokens"]) == (1.0, 2048)
@@ -70,6 +73,11 @@ def test_a_judged_success_re_induces_from_every_judged_success_and_labels_are_no
     text = awm.deliver(*view).text
     assert "Induction 5" in text and "Induction 3" not in text  # the new workflows replace the old
     assert awm.workflows[0].source_task_ids == ("2", "3")
+    # judged a failure: induced again all the same (at temperature 1.0), from the same judged successes
+    assert awm.learn(_episode("4", "refund it")) == {"awm_judged_success": False, "awm_workflows": 1}
+    system, user, kwargs = model.seen[-1]
+    assert system == INSTRUCTION and "tool_3" in user and "tool_4" not in user and kwargs["temperature"] == 1.0
+    assert "Induction 7" in awm.deliver(*view).text
     assert awm.for_trial(1).deliver(*view).text == "" and awm.for_trial(1) is awm.for_trial(1)
 
 

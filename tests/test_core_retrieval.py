@@ -113,22 +113,37 @@ def _tied_memory(order: list[str]) -> tuple[Guideline, ...]:
 
 
 @pytest.mark.parametrize("order", [["b", "a", "c"], ["c", "a", "b"], ["a", "b", "c"]])
-def test_equal_and_float_noise_similarities_rank_by_guideline_id(order):
+def test_equal_and_float_noise_similarities_keep_the_artifacts_order(order):
     """b is 3e-7 closer to the query than a (the size of the difference between two machines' embeddings of the
-    same texts): rounded, they tie, and the lower id goes first whatever the artifact's order."""
+    same texts): rounded, they tie, and the one first in the artifact goes first, as ALTK-Evolve's stable sort
+    keeps store order on a tie (altk-evolve-core 1.7.1, llm/guidelines/retrieval.py select_guidelines)."""
     def at(cosine: float, axis: int = 1) -> list[float]:
         return [cosine] + [np.sqrt(1 - cosine ** 2) if k == axis else 0.0 for k in range(1, 6)]
 
     table = {"query": at(1.0), "src a": at(0.5), "src b": at(0.5000003), "src c": at(0.25, axis=2),
              **{f"lesson {i}": [0.0] * (3 + k) + [1.0] + [0.0] * (2 - k) for k, i in enumerate("abc")}}
     strategy = CoreRetrieval(options={"top_k": 2}, guidelines=_tied_memory(order), embedder=TableEmbedder(table))
-    assert deliver_ids(strategy, "query") == ["a", "b"]
+    assert deliver_ids(strategy, "query") == [i for i in order if i != "c"]
     sims = np.array([0.5 + 1e-7, 0.5, 0.25])
     assert stable_similarity(sims)[0] == stable_similarity(sims)[1]
     assert list(rank_rows(sims, np.array([1, 0, 2]))) == [1, 0, 2]  # the tie goes to the lower tie rank
 
 
-def test_the_index_breaks_ties_by_id_as_the_exact_scan_does():
+def test_guidelines_sharing_a_source_task_are_cut_in_store_order_as_altk_evolve_does():
+    """altk-evolve-core 1.7.1, llm/guidelines/retrieval.py select_guidelines: candidates ranked by the cosine of
+    their source task_description, `sorted(..., reverse=True)`, a stable sort: guidelines of one source task tie
+    exactly and top_k keeps the first of them in store order (here g186 before g26, which sorted by id as text
+    would put first), never the lowest id."""
+    ids = ["g186", "g26", "g3", "g1000", "g7"]
+    memory = tuple(Guideline(id=i, text=f"lesson {i}", source_task_text="refund a lamp" if i != "g7" else "other")
+                   for i in ids)
+    table = {"refund a lamp": [1.0] + [0.0] * 5, "other": [0.0, 1.0] + [0.0] * 4, "a lamp refund": [1.0] + [0.0] * 5,
+             **{f"lesson {i}": [float(k == j) for j in range(6)] for k, i in enumerate(ids)}}
+    strategy = CoreRetrieval(options={"top_k": 3}, guidelines=memory, embedder=TableEmbedder(table))
+    assert deliver_ids(strategy, "a lamp refund") == ["g186", "g26", "g3"]
+
+
+def test_the_index_breaks_ties_in_artifact_order_as_the_exact_scan_does():
     from strategies.core_retrieval import GuidelineIndex, SelectionOptions
 
     source = np.tile(np.array([[1.0, 0.0]], dtype=np.float32), (60, 1))  # 60 guidelines, one source task
@@ -139,4 +154,4 @@ def test_the_index_breaks_ties_by_id_as_the_exact_scan_does():
     query = np.array([1.0, 0.0], dtype=np.float32)
     assert index.ann is not None
     assert [g.id for g in index.select(query)] == [g.id for g in index.select_exact(query)] == \
-        ["g00", "g01", "g02", "g03", "g04"]
+        [g.id for g in pool[:5]]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from ace_fakes import FakeBagOfWordsEmbedder
-from conftest import compose
+from conftest import SAMPLE_MEMORY, compose
 
 from analysis import load_records, summarize
 from analysis.recommend import recommend
@@ -29,6 +29,7 @@ from strategies.memory_file import read_playbook_or_guidelines
 
 CELLS = ["none", *[f"dose/core_retrieval_k{k}" for k in (0, 3, 10, 30)],
          *[f"dose/ace_retrieval_k{k}" for k in (5, 20, 80)], *[f"dose/full_b{b}" for b in (1000, 4000, 16000, "none")]]
+BANK_CELLS = [f"dose/reasoning_bank_k{k}" for k in range(5)]  # online learners: no analytic curve below
 
 
 def test_dose_cells_are_distinct_jobs_with_their_option_in_the_key():
@@ -38,12 +39,16 @@ def test_dose_cells_are_distinct_jobs_with_their_option_in_the_key():
 
     register_schemas()
     jobs = expand_sweeps(with_config_sweeps(["+experiment=dose", "model=oracle"]))
-    cfgs = [compose(*job) for job in jobs]
+    cfgs = [compose(*job, f"memory={SAMPLE_MEMORY}") for job in jobs]
     assert sorted(c.strategy.variant or "" for c in cfgs) == sorted(
         ["", "top_k=0", "top_k=3", "top_k=10", "top_k=30", "top_k=5", "top_k=20", "top_k=80", "budget_tokens=1000",
-         "budget_tokens=4000", "budget_tokens=16000", "budget_tokens=none"])
+         "budget_tokens=4000", "budget_tokens=16000", "budget_tokens=none", *[f"top_k={k}" for k in range(5)]])
     keys = {job_key(c) for c in cfgs}
-    assert len(keys) == len(CELLS) and any(k.endswith("/core_retrieval(top_k=3)") for k in keys)
+    assert len(keys) == len(CELLS) + len(BANK_CELLS) and any(k.endswith("/core_retrieval(top_k=3)") for k in keys)
+    # reasoning_bank's k 0-4 (the paper's appendix sweep), each online from an empty bank whatever memory= names
+    banks = {c.strategy.options["top_k"]: c for c in cfgs if c.strategy.name == "reasoning_bank"}
+    assert sorted(banks) == [0, 1, 2, 3, 4] and all(c.job_memory is None for c in banks.values())
+    assert all(c.job_memory == str(SAMPLE_MEMORY) for c in cfgs if c.strategy.name == "core_retrieval")
     by_variant = {(c.strategy.name, c.strategy.variant): c.strategy.options for c in cfgs}
     assert by_variant[("core_retrieval", "top_k=30")]["top_k"] == 30
     assert by_variant[("full", "budget_tokens=none")]["budget_tokens"] is None

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import strategies
 from harness.memory.build import build
@@ -16,8 +18,8 @@ from harness.runner import run_job
 from harness.serving.providers import register_provider
 from strategies import Guideline, StepView, TaskView, Trajectory
 from strategies.core_retrieval import CoreRetrieval
-from strategies.extraction import extraction_messages
-from tau2_fakes import RECORDING, install_recording, make_data_dir
+from strategies.extraction import extraction_messages, render_trajectory
+from tau2_fakes import RECORDING, RecordingOracle, make_data_dir
 
 MARKER = "ZQX-HIDDEN-7741"
 SPOKEN = "ZQX-SPOKEN-5521"  # in the reason for calling, which the user says aloud: the positive control
@@ -49,6 +51,7 @@ class Probe(CoreRetrieval):
         self.seen: list[str] = []
         self.queries: list[str] = []
         self.verdicts: list[tuple] = []  # what record_facts was shown of the evaluator's verdict
+        self.trajectories: list[Trajectory] = []  # as an online learner is handed them
 
     def deliver(self, task, step):
         self.seen.append(repr(task) + repr(step))
@@ -57,16 +60,18 @@ class Probe(CoreRetrieval):
 
     def update(self, trajectory):
         self.seen.append(repr(trajectory))
+        self.trajectories.append(trajectory)
 
     def record_facts(self, trajectory):
         self.seen.append(repr(trajectory))
+        self.trajectories.append(trajectory)
         self.verdicts.append((trajectory.reward, trajectory.success, trajectory.feedback))
         return {}
 
 
-def plant(tasks: list[dict]) -> list[dict]:
+def plant(tasks: list[dict], task_id: str = TASK) -> list[dict]:
     for t in tasks:
-        if t["id"] == TASK:
+        if t["id"] == task_id:
             instr = t["user_scenario"]["instructions"]
             instr["reason_for_call"] = f"{instr['reason_for_call']} {SPOKEN}"
             instr["known_info"] = f"{instr.get('known_info') or ''} {MARKER}-known"
@@ -81,42 +86,136 @@ def memory() -> tuple[Guideline, ...]:
             Guideline(id="p2", text="Offer travel certificates.", source_task_text="cancelled flight compensation"))
 
 
-def test_hidden_scenario_never_reaches_strategy_prompt_or_record(tmp_path):
-    data = make_data_dir(tmp_path / "data", "airline", plant)
-    recorder = install_recording(speak_reason=True)
+TELECOM_TASK = "[mobile_data_issue]user_abroad_roaming_enabled_off[PERSONA:None]"  # in the small split
+TASKS = {"retail": ("5", "test"), "airline": (TASK, "test"), "telecom": (TELECOM_TASK, "small")}
+
+
+def plant_in(task) -> None:
+    """The markers, on a tau2 Task: the reason for calling is said aloud, the rest is the simulator's only."""
+    instr = task.user_scenario.instructions
+    instr.reason_for_call = f"{instr.reason_for_call} {SPOKEN}"
+    instr.known_info = f"{instr.known_info or ''} {MARKER}-known"
+    instr.unknown_info = f"{instr.unknown_info or ''} {MARKER}-unknown"
+    instr.task_instructions = f"{instr.task_instructions or ''} {MARKER}-instructions"
+
+
+class ActingUser(RecordingOracle):
+    """The recording oracle whose user, when offered tools of its own (telecom: its phone), first checks its
+    phone's status bar, then speaks; keeps what its tool answered."""
+
+    def __init__(self) -> None:
+        super().__init__(speak_reason=True)
+        self.user_tool_results: list[str] = []
+
+    def completion(self, model, messages, *args, **kwargs):
+        from litellm import ModelResponse
+
+        meta = (kwargs.get("litellm_params") or {}).get("metadata") or {}
+        if meta.get("role") == "user" and (kwargs.get("optional_params") or {}).get("tools"):
+            answers = [str(m.get("content")) for m in messages if m.get("role") == "tool"]
+            if not answers:
+                call = {"id": "user_call_0", "type": "function",
+                        "function": {"name": USER_TOOL, "arguments": "{}"}}
+                return ModelResponse(model=model, choices=[{"message": {"role": "assistant", "content": None,
+                                                                        "tool_calls": [call]}}],
+                                     usage={"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10})
+            self.user_tool_results = answers
+            messages = [m for m in messages if m.get("role") != "tool" and not m.get("tool_calls")]
+        return super().completion(model, messages, *args, **kwargs)
+
+
+USER_TOOL = "check_status_bar"  # a telecom user tool: the agent has no tool of that name
+
+
+@dataclass(frozen=True)
+class Episode:
+    domain: str
+    records: list[dict]
+    recorder: ActingUser
+    probe: "Probe"
+    embedder: CountingEmbedder
+    run_dir: Path
+    cfg: object
+    learned: Trajectory  # what an online learner is handed
+    stored: Trajectory  # what an offline builder reads back from the trajectory file
+
+    @property
+    def hidden(self) -> list[str]:
+        """What the agent never saw: the simulator's scenario and, in telecom, its own tool calls (as every learner
+        renders a call: `name({arguments})`; the policy names the tool, `check_status_bar()`) and their results."""
+        return [MARKER, *([f"{USER_TOOL}({{", *self.recorder.user_tool_results] if self.domain == "telecom" else [])]
+
+
+def run_episode(domain: str, root: Path) -> Episode:
+    task_id, split = TASKS[domain]
+    recorder = register_provider(RECORDING, ActingUser())
     embedder = CountingEmbedder()
     probe = Probe(options={"top_k": 1, "embed_cache": None}, guidelines=memory(), embedder=embedder)
     strategies.register("leak_probe", lambda ctx: probe)
+    if domain == "telecom":  # tau2's packaged data only (benchmark.data_dir is retail and airline): plant in memory
+        data = []
+    else:
+        data = [f"benchmark.data_dir={make_data_dir(root / 'data', domain, lambda ts: plant(ts, task_id))}"]
     cfg = compose_job(["model=oracle", f"model.name={RECORDING}/agent", "strategy=leak_probe",
-                       "benchmark=tau2_airline", f"benchmark.data_dir={data}", f"benchmark.task_ids=['{TASK}']",
-                       f"runs_dir={tmp_path / 'runs'}", "run_name=leak", "progress=false"])
-    run_dir = Path(run_job(cfg)["run_dir"])
+                       f"benchmark=tau2_{domain}", f"benchmark.split={split}", f"benchmark.task_ids=['{task_id}']",
+                       *data, f"runs_dir={root / 'runs'}", "run_name=leak", "progress=false"])
+    with pytest.MonkeyPatch.context() as patch:
+        if domain == "telecom":
+            from harness.benchmarks.tau2 import data as tau2_data
+
+            packaged = tau2_data.load_packaged_tasks
+
+            def planted(*args, **kwargs):
+                tasks = packaged(*args, **kwargs)
+                for task in tasks:
+                    if task.id == task_id:
+                        plant_in(task)
+                return tasks
+
+            patch.setattr(tau2_data, "load_packaged_tasks", planted)
+        run_dir = Path(run_job(cfg)["run_dir"])
     records = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
-    assert len(records) == 1 and records[0]["success"], records
+    stored = _stored_trajectory(run_dir, records[0], cfg)
+    return Episode(domain, records, recorder, probe, embedder, run_dir, cfg, probe.trajectories[-1], stored)
+
+
+@pytest.fixture(scope="module", params=list(TASKS))
+def episode(request, tmp_path_factory) -> Episode:
+    return run_episode(request.param, tmp_path_factory.mktemp(request.param))
+
+
+def test_hidden_scenario_never_reaches_strategy_prompt_or_record(episode):
+    records, recorder, probe, run_dir = episode.records, episode.recorder, episode.probe, episode.run_dir
+    assert len(records) == 1 and (records[0]["success"] or episode.domain == "telecom"), records
 
     user_prompts = [json.dumps(c["messages"]) for c in recorder.calls if c["role"] == "user"]
     agent_prompts = [json.dumps(c["messages"]) for c in recorder.calls if c["role"] == "agent"]
     assert agent_prompts and any(MARKER in p for p in user_prompts)  # planted: the simulator does get it
-    assert not any(MARKER in p for p in agent_prompts)
+    if episode.domain == "telecom":  # planted: the user did act on its phone, and its phone answered
+        assert recorder.user_tool_results and all("Status Bar" in r for r in recorder.user_tool_results)
+        assert USER_TOOL in (run_dir / records[0]["trajectory"]).read_text()  # the trajectory file keeps it
+    for hidden in episode.hidden:
+        assert not any(hidden in p for p in agent_prompts), hidden
+        assert probe.seen and not any(hidden in s for s in probe.seen), hidden  # deliver() inputs, the trajectory
+        assert not any(hidden in t for t in episode.embedder.texts), hidden
+        assert hidden not in records[0]["task_text"]
     # what the user said does reach the agent and retrieval, so the hidden marker's absence is no accident
     assert all(SPOKEN in p for p in agent_prompts) and all(SPOKEN in q for q in probe.queries)
-    assert probe.seen and not any(MARKER in s for s in probe.seen)  # deliver() inputs and the learned trajectory
     assert probe.verdicts == [(None, None, "")]  # record_facts, like learning, sees no verdict without ground truth
-    assert not any(MARKER in t for t in embedder.texts)
     for name in ("results.jsonl", "config.yaml", "manifest.json"):
         assert MARKER not in (run_dir / name).read_text()
 
     first_user = next(m["content"] for m in json.loads(agent_prompts[0]) if m["role"] == "user")
     assert records[0]["task_text"] == first_user  # what the agent saw, nothing more
     assert set(probe.queries) == {first_user}  # retrieval keyed on the user's first message
-    assert records[0]["delivered"][0] == ["core", probe.deliver(TaskView("x", TASK, ""), StepView(
-        0, ({"role": "user", "content": first_user},))).ids[1]]
+    if episode.domain == "airline":  # the memory's guidelines are about flights
+        assert records[0]["delivered"][0] == ["core", probe.deliver(TaskView("x", TASK, ""), StepView(
+            0, ({"role": "user", "content": first_user},))).ids[1]]
 
-    # the stored episode, as memory extraction reads it: nothing hidden, in the prompt either way
-    bench_traj = _stored_trajectory(run_dir, records[0], cfg)
+    # the stored episode, as memory extraction (`make memory`) reads it: nothing hidden, in the prompt either way
     for ground_truth in (False, True):
-        prompt = json.dumps(extraction_messages(bench_traj, ground_truth))
-        assert MARKER not in prompt and first_user in prompt
+        prompt = json.dumps(extraction_messages(episode.stored, ground_truth), ensure_ascii=False)
+        assert first_user in prompt and not [h for h in episode.hidden if h in prompt]
 
 
 def _stored_trajectory(run_dir: Path, record: dict, cfg) -> Trajectory:
@@ -188,3 +287,88 @@ def test_build_memory_shows_reward_only_with_ground_truth(tmp_path):
         shown = "".join(extractor.prompts)
         assert ("db_match" in shown and "reward" in shown) is ground_truth
         assert ("FAILED" in shown) is ground_truth
+
+
+class DesignModel:
+    """SCRIPTED model of the designs' own calls (not a language model): keeps every prompt; judges every episode a
+    success (so awm_online induces) and answers with an item, a cheatsheet and a workflow at once."""
+
+    ANSWER = ("Thoughts: done.\nStatus: success\n# Memory Item 1\n## Title T\n## Description D\n## Content C\n"
+              "<cheatsheet>\n- [dc-1] check first (count: 1)\n</cheatsheet>\n# Summary Workflows\nWorkflow 1: a: b -> c")
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    def __call__(self, model, messages, **kwargs):
+        from litellm import ModelResponse
+
+        self.prompts.append(messages[-1]["content"])
+        return ModelResponse(model=model, choices=[{"message": {"role": "assistant", "content": self.ANSWER}}],
+                             usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2})
+
+    def llm(self):
+        from strategies.role_llm import RoleLLM
+
+        return RoleLLM("memdeliv-test-designs/x", completion=self)
+
+    # ACE's JSON roles (strategies/ace/llm.py JsonLLM.ask)
+    def ask(self, system, user, schema, name, check=None):
+        self.prompts.append(user)
+        return {"error_analysis": "-", "key_insight": "-", "bullet_tags": []}, {}
+
+
+def memory_extractor(episode: Episode, model: DesignModel) -> None:  # `make memory` reads the stored episode
+    model.prompts.append(extraction_messages(episode.stored)[1]["content"])  # [0] is the fixed system prompt
+
+
+def reasoning_bank(episode: Episode, model: DesignModel) -> None:  # online (judge, extractor) and `make reasoning-bank`
+    from strategies.reasoning_bank import BankOptions, ReasoningBank, distil
+
+    ReasoningBank(options={"embed_cache": None}, embedder=CountingEmbedder(), llm=model.llm()).learn(episode.learned)
+    distil(episode.stored, "k", model.llm(), BankOptions())
+
+
+def dynamic_cheatsheet(episode: Episode, model: DesignModel) -> None:  # the curator
+    from strategies.dynamic_cheatsheet import DynamicCheatsheet
+
+    DynamicCheatsheet(options={}, llm=model.llm()).learn(episode.learned)
+
+
+def awm(episode: Episode, model: DesignModel) -> None:  # `make awm`'s inducer over the stored episodes
+    from strategies.awm import induction_prompt
+    from strategies.experiences import condense
+
+    model.prompts.append(induction_prompt([condense(episode.stored)]))
+
+
+def awm_online(episode: Episode, model: DesignModel) -> None:  # the judge, then the inducer
+    from strategies.awm_online import AwmOnline
+
+    AwmOnline(options={}, llm=model.llm()).learn(episode.learned)
+
+
+def ace_reflector(episode: Episode, model: DesignModel) -> None:
+    from strategies.ace.playbook import Playbook
+    from strategies.ace.roles import reflect
+
+    reflect(model, episode.learned, Playbook(), [], allow_ground_truth=False,  # type: ignore[arg-type]
+            max_trajectory_chars=50_000)
+
+
+@pytest.mark.parametrize("learner", [memory_extractor, reasoning_bank, dynamic_cheatsheet, awm, awm_online,
+                                     ace_reflector], ids=lambda f: f.__name__)
+def test_no_learner_input_holds_what_the_agent_never_saw(episode, learner):
+    model = DesignModel()
+    learner(episode, model)
+    assert model.prompts
+    for prompt in model.prompts:
+        assert SPOKEN in prompt  # the conversation is there: what the user said aloud
+        assert not [hidden for hidden in episode.hidden if hidden in prompt], (episode.domain, prompt)
+
+
+def test_the_rendered_episode_shows_only_the_agents_tool_calls():
+    user_call = {"role": "user", "content": None, "tool_calls": [{"function": {"name": USER_TOOL, "arguments": "{}"}}]}
+    agent_call = {"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "get_details",
+                                                                                    "arguments": "{}"}}]}
+    text = render_trajectory(Trajectory(TaskView("t", "1", ""), (user_call, agent_call), None, None))
+    assert "get_details({})" in text and USER_TOOL not in text

@@ -191,7 +191,8 @@ def test_the_viewer_shows_a_memory_call_and_its_answer_at_their_own_step():
     assert "memtool" in html and "not seen by the benchmark" in html and f"→ {TOOL}(" in html
 
 
-def test_on_the_simulated_world_on_demand_pulls_reads_what_it_was_given_and_costs_less_than_full(artifact, runs_dir):
+def test_on_the_simulated_world_on_demand_pulls_reads_what_it_was_given_and_costs_less_than_full(artifact, runs_dir,
+                                                                                                  capsys):
     from harness.run import check_job, compose_job
     from tau2.data_model.simulation import Results
 
@@ -215,3 +216,42 @@ def test_on_the_simulated_world_on_demand_pulls_reads_what_it_was_given_and_cost
     mean = {s: sum(r["memory_tokens"] for r in rows if r["strategy"] == s) / (2 * len(tasks))
             for s in ("full", "on_demand")}
     assert 0 < mean["on_demand"] < mean["full"] / 5
+
+    # make table prints the pull rate the rows hold: the share of episodes with at least one memory call
+    from analysis.table import main as table
+
+    on_demand = [r for r in rows if r["strategy"] == "on_demand"]
+    share = sum(1 for r in on_demand if r["memory_tool_calls"]) / len(on_demand)
+    returned = sum(len(ids) for r in on_demand for ids in r["memory_tool_ids"]) / len(on_demand)
+    assert 0 < share < 1  # planted 0.8: some episodes pulled, some did not
+    table([str(runs_dir / "sim")])
+    printed = capsys.readouterr().out
+    line = next(x for x in printed.splitlines() if x.strip().startswith("on_demand: success"))
+    assert f"pull rate {100 * share:.1f}% ({len(pulled)} of {len(on_demand)} episodes)" in line
+    assert f"{returned:.1f} guidelines returned per episode" in line and "never pulled" not in printed
+    assert not any(x.strip().startswith("full:") for x in printed.splitlines())  # full offers no memory tool
+
+
+def test_a_model_that_never_pulls_reads_as_never_pulled_in_the_table_the_viewer_and_the_controls(artifact, runs_dir,
+                                                                                                 capsys):
+    from analysis import load_records
+    from analysis.table import main as table
+    from analysis.viewer.episodes import EpisodeIndex
+    from analysis.views import controls
+
+    install()
+    for strategy in ("full", "on_demand", "protocol_only"):
+        run_job(compose("model=oracle", "benchmark.task_ids=['5','9']", "progress=false", f"runs_dir={runs_dir}",
+                        "run_name=ignored", f"strategy={strategy}", f"memory={artifact}"))
+    rows = read_records(runs_dir / "ignored")
+    assert all(r["memory_tool_calls"] == 0 for r in rows if r["strategy"] == "on_demand")  # offered, never called
+    table([str(runs_dir / "ignored")])
+    printed = capsys.readouterr().out
+    line = next(x for x in printed.splitlines() if x.strip().startswith("on_demand: success"))
+    assert "on_demand: success 100.0%; pull rate 0.0% (0 of 2 episodes called a memory tool)" in line
+    assert "the memory was never pulled" in printed
+    assert all(len(x) <= 160 for x in printed.splitlines())
+    page = EpisodeIndex([runs_dir / "ignored"]).page({})
+    assert len(page.pulls) == 1 and "the memory was never pulled" in page.pulls[0]
+    said = controls.terminal(load_records([runs_dir / "ignored"]))
+    assert "on_demand: pull rate 0.0% (0 of 2 episodes)" in said and "the memory was never pulled" in said

@@ -15,9 +15,10 @@ import strategies
 from ace_fakes import FakeBagOfWordsEmbedder
 from conftest import HUNG_S, REPO, SAMPLE_MEMORY, config_check
 from harness.provenance import ProvenanceError, check_use
-from strategies import StepView, TaskView, Trajectory, load_memory
+from strategies import Guideline, StepView, TaskView, Trajectory, load_memory
 from strategies.base import calls_to
-from strategies.reasoning_bank import KIND, BankOptions, ReasoningBank, load_bank
+from strategies.reasoning_bank import (HEADER, INSTRUCTION, JUDGE_TEMPERATURE, KIND, BankOptions, ReasoningBank, load_bank,
+                                       render_bank)
 from strategies.reasoning_bank_prompts import FAILURE_SYSTEM, JUDGE_SYSTEM, SUCCESS_SYSTEM, parse_items
 from strategies.role_llm import SCRIPTED_DESIGNS, RoleLLM, role_model
 
@@ -33,6 +34,17 @@ def test_defaults_are_the_references_and_the_config_says_the_same():
     assert cfg["options"] == {k: getattr(opts, k) for k in cfg["options"]} and "reasoning_bank" in strategies.available()
     assert not ReasoningBank.uses_ground_truth({}) and ReasoningBank.uses_ground_truth({"judge": "ground_truth"})
     assert "at most 3" in SUCCESS_SYSTEM and "at most 3" in FAILURE_SYSTEM and "failed" in FAILURE_SYSTEM
+    # the extractor's own max_tokens (induce_memory.py llm_generate: 65536, gemini-2.5-flash's output limit; ours
+    # 8192, documented), never the run's; the judge at temperature 0 (autoeval/clients.py)
+    assert opts.max_tokens == 8192 and JUDGE_TEMPERATURE == 0.0
+
+
+def test_the_block_carries_the_references_instruction_to_discuss_each_item():
+    """WebArena/agents/legacy/agent.py appends the items to the system message after an instruction: the items may
+    help, use them when relevant, and at each step first discuss explicitly whether to use each item, then act."""
+    text = render_bank((Guideline(id="rb-1-1", text="T: D C"),))
+    assert text.splitlines()[1:3] == [HEADER, INSTRUCTION] and "- [rb-1-1] T: D C" in text
+    assert "each memory item" in INSTRUCTION and "first state explicitly whether you will use" in INSTRUCTION
 
 
 def test_items_are_parsed_complete_and_at_most_three():
@@ -45,12 +57,13 @@ class Scripted:
     """A scripted model: the judge says `verdict`; the extractor writes two items. Records every system prompt."""
 
     def __init__(self, verdict: str):
-        self.verdict, self.systems, self.temperatures = verdict, [], []
+        self.verdict, self.systems, self.temperatures, self.max_tokens = verdict, [], [], []
 
     def __call__(self, model, messages, **kwargs):
         system = messages[0]["content"]
         self.systems.append(system)
         self.temperatures.append(kwargs.get("temperature"))
+        self.max_tokens.append(kwargs.get("max_tokens"))
         text = f'Status: "{self.verdict}"' if system == JUDGE_SYSTEM else ITEM.format(i=1) + ITEM.format(i=2)
         return ModelResponse(choices=[{"message": {"role": "assistant", "content": text}}],
                              usage={"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110})
@@ -68,7 +81,8 @@ def test_online_it_judges_itself_extracts_appends_and_reports_its_calls():
     calls = []
     with calls_to(calls.append):
         facts = bank.learn(_episode("7", "refund the blue shoes"))
-    assert model.systems == [JUDGE_SYSTEM, FAILURE_SYSTEM] and model.temperatures == [None, 1.0]
+    assert model.systems == [JUDGE_SYSTEM, FAILURE_SYSTEM] and model.temperatures == [0.0, 1.0]
+    assert model.max_tokens == [None, 8192]  # the extractor's own limit, the judge the run's
     assert facts == {"rb_judged_success": False, "rb_items_added": 2}
     assert [c.role for c in calls] == ["rb_judge", "rb_extractor"] and all(c.prompt_tokens == 100 for c in calls)
     bank.learn(_episode("8", "change my address"))
@@ -77,6 +91,11 @@ def test_online_it_judges_itself_extracts_appends_and_reports_its_calls():
     assert "- [rb-7-t0-1] T1: D1. C1." in shown.text
     other = bank.for_trial(1)  # its own stream, from the starting (empty) bank
     assert other is not bank and other.deliver(TaskView("b", "q", "shoes refund"), StepView(0)).empty
+    # top_k 0 (the dose axis' first point, the paper's k = 0): it learns all the same, and delivers nothing
+    blind = ReasoningBank(options={"top_k": 0}, embedder=FakeBagOfWordsEmbedder(),
+                          llm=RoleLLM("scripted/x", completion=Scripted("success")))
+    assert blind.learn(_episode("7", "refund the blue shoes"))["rb_items_added"] == 2
+    assert blind.deliver(TaskView("b", "q", "shoes refund please"), StepView(0)).empty
 
 
 def test_a_scripted_run_model_is_answered_by_the_scripted_designs_model():

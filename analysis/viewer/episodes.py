@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.runs.load import load_records
+from analysis.views.pulls import CALLS, IDS, pull_rate
 
 # filter name in the URL -> column; each takes one or more exact values (`?strategy=none&strategy=full`)
 CHOICES = {"run": "run", "benchmark": "benchmark", "split": "split", "model": "model", "strategy": "strategy",
@@ -28,7 +29,7 @@ PER_PAGE = 50
 MAX_PER_PAGE = 500
 _COLUMNS = ("run", "run_dir", "job", "benchmark", "split", "model", "strategy", "assembly", "task_id", "trial",
             "success", "reward", "error", "error_detail", "steps", "prompt_tokens", "completion_tokens",
-            "memory_tokens", "cost_usd", "trajectory", "termination", "source")
+            "memory_tokens", "cost_usd", "trajectory", "termination", "source", CALLS, IDS)
 
 
 class BadQuery(ValueError):
@@ -44,6 +45,7 @@ class Page:
     pages: int
     per_page: int
     facets: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    pulls: list[str] = field(default_factory=list)  # per strategy that offered a memory tool: its pull rate
 
 
 def _text(value) -> str:
@@ -142,7 +144,13 @@ class EpisodeIndex:
         page = self._int(query, "page", 1, 1, pages)
         shown = df.iloc[(page - 1) * per_page: page * per_page]
         return Page(rows=shown.to_dict("records"), matched=len(df), successes=int(df["success"].sum()),
-                    page=page, pages=pages, per_page=per_page, facets=self.facets(df))
+                    page=page, pages=pages, per_page=per_page, facets=self.facets(df), pulls=self.pulls(df))
+
+    @staticmethod
+    def pulls(matched: pd.DataFrame) -> list[str]:
+        """The matched episodes' pull rate, per strategy whose rows say it offered a memory tool."""
+        offered = matched[matched[CALLS].notna()]["strategy"].map(_text).unique()
+        return [pull_rate(matched[matched["strategy"].map(_text) == s]).line(s) for s in sorted(offered)]
 
     @staticmethod
     def _int(query, name, default, low, high) -> int:

@@ -25,6 +25,7 @@ from analysis import fmt
 from analysis.statistics import stats
 from analysis.statistics.metrics import CELL, EXCLUDED, key_of, on_common_pairs, per_task_means, task_success, valid, \
     with_assembly, with_tokens
+from analysis.views.pulls import pull_rate
 
 COLUMN = "control_arm"  # harness/row.py
 PLACEBO, PROTOCOL = "placebo", "protocol_only"
@@ -128,6 +129,8 @@ def decomposition(cell: pd.DataFrame, found: dict[str, str], n_boot: int = stats
         out.append(f"{PULL}: success {fmt.pct(task_success(pull).mean())} at {fmt.kilo(_tokens(pull))} memory "
                    f"tokens/episode; full {fmt.pct(task_success(full).mean())} at {fmt.kilo(_tokens(full))} "
                    f"({len(pull)} shared pairs)")
+        rate = pull_rate(cells[PULL])
+        out.append(f"{PULL}: {rate.figures()}" + ("; the memory was never pulled" if not rate.pulled else ""))
     return effects, out
 
 

@@ -3,9 +3,12 @@ of strategy `awm` (Agent Workflow Memory, offline; strategies/awm.py).
 
 1. collect: the agent with strategy `none` on the TRAIN split (harness/memory/build.py's collection, the run
    runs/memory/NAME, resumable; `--no-collect` uses the stored run);
-2. induce: the successful episodes (their train label: ground truth, train only), condensed one per line
-   (strategies/experiences.py), go to ONE call of the model (the reference: one per website; here one per
-   benchmark domain), with AWM's instruction and one-shot example, temperature 0, max_tokens 1024;
+2. induce: the train tasks' gold demonstrations (`--demonstrations gold`, the default: the reference induces from
+   annotated demonstrations, mind2web/offline_induction.py), each the task as the agent saw it (the episode's
+   first user message) and the benchmark's gold actions (`gold_solution`), or, with `--demonstrations successes`
+   (and for a benchmark without gold solutions), the agent's own successful episodes (their train label), condensed
+   one per line (strategies/experiences.py), go to ONE call of the model (the reference: one per website; here one
+   per benchmark domain), with AWM's instruction and one-shot example, temperature 0, max_tokens 1024;
 3. write runs/memory/NAME/awm/workflows.jsonl (`_meta.kind: workflows`, `learned_from`: the train tasks) and
    build.json beside it (the call's tokens and USD: the build cost).
 
@@ -24,39 +27,74 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from foundation.terminal import wrap
+from harness import benchmarks
+from harness.config import snapshot_section
 from harness.memory.build import TRAIN, BuildError, collect, load_trajectories, split_argv
+from harness.settings import BenchmarkSettings
 from harness.store import now_iso
-from strategies import Guideline, save_memory
+from strategies import Guideline, Trajectory, save_memory
 from strategies.awm import INSTRUCTION, KIND, MAX_TOKENS, TEMPERATURE, induction_prompt, parse_workflows
 from strategies.experiences import condense
 from strategies.prices import price_of
+from strategies.reasoning_bank_prompts import query_of
 from strategies.role_llm import SCRIPTED_DESIGNS, RoleLLM, role_model
 
 
-def build(run_dir: Path, out: Path, model: str | None = None) -> dict[str, Any]:
+DEMONSTRATIONS = ("gold", "successes")
+
+
+def gold_demonstration(task_text: str, gold: str) -> str:
+    """A gold demonstration as an induction line: the task as the agent saw it, then the agent's gold actions in
+    order (a user's own actions, telecom's, are the user's: left out)."""
+    steps = [line.split(": ", 1)[1] if line.startswith("assistant: ") else line.strip()
+             for line in gold.splitlines() if line.strip() and not line.startswith("user: ")]
+    return f"Task: {task_text} | Actions: {' -> '.join(steps) if steps else '(no actions)'}"
+
+
+def gold_lines(config: dict[str, Any], trajectories: list[tuple[str, Trajectory]]) -> list[tuple[str, str]]:
+    """(task id, demonstration) per collected train task with a gold solution, once per task."""
+    bench = benchmarks.create(snapshot_section(BenchmarkSettings, config["benchmark"]))
+    tasks = {str(t.id): t for t in bench.tasks()}
+    out: dict[str, str] = {}
+    for _, t in trajectories:
+        task = tasks.get(str(t.task.task_id))
+        gold = bench.gold_solution(task) if task is not None else None
+        if gold and t.task.task_id not in out:
+            out[t.task.task_id] = gold_demonstration(query_of(t), gold)
+    return list(out.items())
+
+
+def build(run_dir: Path, out: Path, model: str | None = None, demonstrations: str = "gold") -> dict[str, Any]:
     trajectories, config, notes = load_trajectories(run_dir)
-    solved = [(key, t) for key, t in trajectories if t.success]
-    if not solved:
+    shown = gold_lines(config, trajectories) if demonstrations == "gold" else []
+    if demonstrations == "gold" and not shown:
+        notes.append("the benchmark has no gold solutions: induced from the agent's successful episodes")
+    if not shown:
+        demonstrations = "successes"
+        shown = [(t.task.task_id, condense(t)) for _, t in trajectories if t.success]
+    if not shown:
         raise BuildError(f"{run_dir}: no successful train episode to induce workflows from")
     name = role_model(model, config["model"]["name"])
     llm = RoleLLM(name, {**(config["model"].get("kwargs") or {} if name == config["model"]["name"] else {}),
                          "temperature": TEMPERATURE, "max_tokens": MAX_TOKENS})
-    workflows = parse_workflows(llm.ask(INSTRUCTION, induction_prompt([condense(t) for _, t in solved]),
-                                        "awm_induction"))
-    sources = tuple(dict.fromkeys(t.task.task_id for _, t in solved))
+    workflows = parse_workflows(llm.ask(INSTRUCTION, induction_prompt([line for _, line in shown]), "awm_induction"))
+    sources = tuple(dict.fromkeys(task_id for task_id, _ in shown))
     items = [Guideline(id=f"awm-{i}", text=w, support=len(sources), source_task_ids=sources)
              for i, w in enumerate(workflows, start=1)]
     price = price_of(name)
     usage = {**llm.usage, "cost_usd": None if price is None else price.cost(llm.usage["prompt_tokens"],
                                                                           llm.usage["completion_tokens"])}
+    source = "gold demonstrations" if demonstrations == "gold" else "successful episodes"
     meta = {"kind": KIND, "note": ("workflows written by the SCRIPTED designs model from templates: a pipeline "
                                    "demo, NOT learned") if name == SCRIPTED_DESIGNS else
-            "induced from the successful train episodes", "benchmark": config["benchmark"]["name"], "split": TRAIN,
+            f"induced from the train tasks' {source}", "benchmark": config["benchmark"]["name"], "split": TRAIN,
             "agent_model": config["model"]["name"], "extractor": name, "source_run": str(run_dir),
-            # which episodes succeeded is the train label: ground truth
-            "learned_from": {**config["learned_from"], "ground_truth": True, "extractor": name}, "created": now_iso()}
+            # gold actions, and which episodes succeeded, are train labels: ground truth
+            "learned_from": {**config["learned_from"], "ground_truth": True, "extractor": name},
+            "demonstrations": demonstrations, "created": now_iso()}
     save_memory(out, items, meta)
-    summary = {"artifact": str(out), "trajectories": len(trajectories), "successful": len(solved),
+    summary = {"artifact": str(out), "trajectories": len(trajectories), "demonstrations": demonstrations,
+               "successful": sum(1 for _, t in trajectories if t.success), "shown": len(shown),
                "workflows": len(items), "extractor_usage": usage, "notes": notes}
     (out.parent / "build.json").write_text(json.dumps({**meta, **summary}, indent=2), encoding="utf-8")
     return summary
@@ -68,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--name", required=True, help="collection run = runs/memory/NAME")
     parser.add_argument("--model", help="LiteLLM model for the induction (default: the run's)")
+    parser.add_argument("--demonstrations", choices=DEMONSTRATIONS, default="gold",
+                        help="gold: the train tasks' gold actions (the reference's annotated demonstrations; default); "
+                             "successes: the agent's own successful train episodes")
     parser.add_argument("--no-collect", action="store_true", help="use the stored run as it is")
     parser.add_argument("--runs-dir", default="runs")
     parser.add_argument("--out", help="artifact path (default runs/memory/NAME/awm/workflows.jsonl)")
@@ -76,12 +117,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not args.no_collect:
             collect(args.name, overrides, args.runs_dir)
-        summary = build(run_dir, Path(args.out) if args.out else run_dir / "awm" / "workflows.jsonl", args.model)
+        summary = build(run_dir, Path(args.out) if args.out else run_dir / "awm" / "workflows.jsonl", args.model,
+                        args.demonstrations)
     except BuildError as exc:
         print(f"memdeliv: awm: {exc}", file=sys.stderr)
         return 2
-    print(wrap(f"memdeliv: {summary['successful']} of {summary['trajectories']} train episodes successful -> "
-               f"{summary['workflows']} workflows -> {summary['artifact']}  (AWM={summary['artifact']})"))
+    shown = (f"{summary['shown']} gold train demonstrations" if summary["demonstrations"] == "gold" else
+             f"{summary['successful']} of {summary['trajectories']} train episodes successful")
+    print(wrap(f"memdeliv: {shown} -> {summary['workflows']} workflows -> {summary['artifact']}  "
+               f"(AWM={summary['artifact']})"))
     return 0
 
 

