@@ -126,8 +126,10 @@ def replay(truth: Truth, seeds: range, alpha: float = ALPHA) -> tuple[Rates, Rat
         metric = truth.draw(seed)
         runs["fixed"].append(fixed(truth, metric, alpha))
         runs["sequential"].append(run_sequential(truth, metric, alpha))
-    return tuple(Rates(np.array([o.episodes for o in out], float), np.array([truth.right(o.choice) for o in out]),
-                       sum(truth.wrong(o.choice) for o in out)) for out in runs.values())  # type: ignore
+    fixed_rates, seq_rates = (Rates(np.array([o.episodes for o in out], float),
+                                    np.array([truth.right(o.choice) for o in out]),
+                                    sum(truth.wrong(o.choice) for o in out)) for out in runs.values())
+    return fixed_rates, seq_rates
 
 
 def right_gap(fixed: Rates, seq: Rates) -> tuple[float, float]:
