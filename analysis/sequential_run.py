@@ -108,7 +108,7 @@ def look_line(look: Look, size: str) -> str:
     rates = ", ".join(f"`{s}`" for s in look.running)
     said = [f"nominal level {fmt.pvalue(look.level)}"]
     said += [f"dropped `{s}` (shown more than the margin below `{by}`)" for s, by in look.dropped.items()]
-    said.append("shown non-inferior: " + (", ".join(f"`{s}`" for s in look.shown) if look.shown else "none"))
+    said.append("shown non-inferior: " + (", ".join(f"`{s}`" for s in look.shown) if look.shown else "no strategy"))
     return f"Look {look.index} at {look.tasks} tasks x {size} ({rates}): " + "; ".join(said) + "."
 
 

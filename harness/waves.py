@@ -51,8 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     while not (history and history[-1].stop):
         running = history[-1].still if history else design.strategies
         n = min(pool, (len(history) + 1) * wave)
-        rc = subprocess.call([sys.executable, "-m", "harness.run", "-m", *base, f"strategy={','.join(running)}",
-                              f"benchmark.limit={n}"])
+        rc = run_wave(base, running, n)
         records = _records(store.root, first)
         complete = all(int((records["strategy"] == s).sum()) >= n * first.benchmark.trials for s in running)
         if rc != 0 and not (complete or _budget_spent(store.root)):
@@ -68,6 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     ran = sequential_run.episodes(_records(store.root, first), design)
     print("\n" + "\n".join(wrap(line) for line in sequential_run.lines(design, wave, delta, history, ran)))
     return 0
+
+
+def run_wave(overrides: list[str], running: tuple[str, ...], tasks: int) -> int:
+    """One wave: the sweep's jobs for the strategies still running on the pool's first `tasks` tasks (what is
+    recorded already is skipped by the job loop's resume); its exit status."""
+    return subprocess.call([sys.executable, "-m", "harness.run", "-m", *overrides, f"strategy={','.join(running)}",
+                            f"benchmark.limit={tasks}"])
 
 
 def _records(run_dir: Path, s: JobSettings):

@@ -1,0 +1,95 @@
+"""The sequential sweep's driver (harness/waves.py): waves, looks kept in looks.jsonl, resume after a kill. The
+waves are written from the simulated world's planted draws (the same p and draw as its agent), so the driver's
+own logic is what is tested: a kill mid-wave loses and duplicates no record, and the rerun takes the same looks
+and reaches the same decision as an uninterrupted sweep. (The job loop's resume is tested in test_resume*.)"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from analysis import recommend, sequential_run
+from harness import waves
+from harness.run import compose_job
+from harness.runner import resolve
+from harness.scripted import simulated_world as world
+from harness.store import RunStore
+from strategies import load_memory, render_guidelines
+
+
+def overrides(artifact: Path, runs: Path, run: str) -> list[str]:
+    return ["model=simulated", "model.profile=small", f"model.world={artifact}", f"memory={artifact}",
+            "strategy=none,full", "benchmark.limit=40", "benchmark.trials=4", "sequential.until=decided",
+            f"runs_dir={runs}", f"run_name={run}", "progress=false"]
+
+
+class FakeWaves:
+    """Writes a wave's records as the job loop would (skipping what is recorded), or half of them and a torn line
+    on the wave `kill_at` (a kill mid-wave; exit 130)."""
+
+    def __init__(self, artifact: Path, kill_at: int | None = None):
+        guidelines, _ = load_memory(artifact)
+        self.blocks = {"none": "", "full": render_guidelines(guidelines)}
+        self.world, self.kill_at, self.calls = world.load_world(artifact), kill_at, 0
+
+    def __call__(self, base: list[str], running: tuple[str, ...], n: int) -> int:
+        self.calls += 1
+        settings = compose_job([o for o in base if not o.startswith("strategy=")] + ["strategy=none",
+                                                                                      f"benchmark.limit={n}"])
+        job = resolve(settings)
+        store = RunStore(job.run_dir)
+        done = {(r.strategy, r.task_id, r.trial) for r in store.read()}  # cuts a torn last line, as a resume does
+        tasks = [str(t.id) for t in job.adapter().tasks()]
+        rows = []
+        for s in running:
+            per_task = {t: self.blocks[s] for t in tasks}
+            for r in world.simulate_records(world.PROFILES["small"], self.world, {s: per_task}, list(job.seeds),
+                                            model=settings.model.name, benchmark="tau2_retail", run=job.run_dir.name):
+                if (s, r["task_id"], r["trial"]) not in done:
+                    rows.append({**r, "prompt_tokens": 2000 + r["memory_tokens"], "completion_tokens": 100})
+        killed = self.calls == self.kill_at
+        if killed:
+            rows = rows[: len(rows) // 2]
+        with open(store.results_path, "a") as fh:
+            fh.write("".join(json.dumps(r) + "\n" for r in rows) + ('{"torn": ' if killed else ""))
+        return 130 if killed else 0
+
+
+@pytest.fixture
+def sweep(artifact, tmp_path, monkeypatch):
+    def run(name: str, fake: FakeWaves) -> int:
+        monkeypatch.setattr(waves, "run_wave", fake)
+        return waves.main(overrides(artifact, tmp_path, name))
+    return run
+
+
+def test_a_killed_sweep_resumes_at_its_wave_with_the_same_looks_and_decision(sweep, artifact, tmp_path, capsys):
+    assert sweep("whole", FakeWaves(artifact)) == 0
+    assert sweep("killed", FakeWaves(artifact, kill_at=2)) == 130  # killed in wave 2: no look taken for it
+    assert len(RunStore(tmp_path / "killed").read_looks()) == 2  # the design and look 1
+    assert sweep("killed", FakeWaves(artifact)) == 0
+    whole, killed = (RunStore(tmp_path / r).read_looks() for r in ("whole", "killed"))
+    assert whole == killed and len(whole) >= 3
+    assert whole[-1]["choice"] == "none" and whole[-1]["tasks"] < 40  # small: none, before the pool is spent
+    keys = [(r.strategy, r.task_id, r.trial) for r in RunStore(tmp_path / "killed").read()]
+    assert Counter(keys).most_common(1)[0][1] == 1  # no record twice
+    assert sorted(keys) == sorted((r.strategy, r.task_id, r.trial) for r in RunStore(tmp_path / "whole").read())
+    calls = FakeWaves(artifact)
+    assert sweep("killed", calls) == 0 and calls.calls == 0  # a finished sweep runs nothing and re-decides nothing
+    assert RunStore(tmp_path / "killed").read_looks() == killed
+    out = capsys.readouterr().out
+    assert "Recommended: none" in out and "Episodes:" in out and "the fixed design: 320" in out
+
+
+def test_recommend_on_a_sequential_run_names_its_boundary(sweep, artifact, tmp_path, capsys):
+    assert sweep("seq", FakeWaves(artifact)) == 0
+    capsys.readouterr()
+    assert recommend.main([str(tmp_path / "seq")]) == 0
+    out = capsys.readouterr().out
+    assert sequential_run.BOUNDARY in out and "not the fixed-size test" in out and "Recommended: none" in out
+    assert "stopped at look" in out
+    labels = sequential_run.stopped_early(tmp_path / "seq")
+    assert set(labels) == {"none", "full"}  # full dropped or stopped with the sweep, both before the pool's end
