@@ -93,3 +93,16 @@ def test_recommend_on_a_sequential_run_names_its_boundary(sweep, artifact, tmp_p
     assert "stopped at look" in out
     labels = sequential_run.stopped_early(tmp_path / "seq")
     assert set(labels) == {"none", "full"}  # full dropped or stopped with the sweep, both before the pool's end
+
+
+def test_an_online_learners_stream_is_its_waves_in_turn(artifact):
+    import stream_roles
+
+    def order(limit: int, *extra: str) -> list[str]:
+        job = resolve(compose_job(stream_roles.job(artifact, artifact.parent, "o", "benchmark.orders=2",
+                                                   "benchmark.trials=1", f"benchmark.limit={limit}", *extra)))
+        return [str(t.id) for t in job.task_order(job.adapter().tasks(), 1)]  # trial 1: order 1, permuted
+
+    seq = ("sequential.until=decided", "sequential.wave=5")
+    assert order(10, *seq)[:5] == order(5, *seq)  # the stream of two waves starts with the first wave's
+    assert order(10, *seq) != order(10)  # a fixed sweep permutes the whole pool, as before
