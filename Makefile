@@ -230,7 +230,8 @@ plan: setup
 		$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS)) $(if $(MEMORY),memory=$(MEMORY)) $(EXPERIENCE_ARGS) $(ARGS) \
 	&& $(PY) -m analysis.plan --facts $$facts --strategies $(STRATEGIES) $(if $(PILOT),--pilot $(PILOT)) \
 		$(if $(filter command line,$(origin RUN)),--run runs/$(RUN)) \
-		$(if $(filter command line,$(origin DELTA)),--delta $(DELTA)); \
+		$(if $(filter command line,$(origin DELTA)),--delta $(DELTA)) \
+		$(if $(filter decided,$(UNTIL)),--sequential $(or $(WAVE),10)); \
 	rc=$$?; rm -f $$facts; exit $$rc
 
 table: setup

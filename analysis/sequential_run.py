@@ -146,3 +146,15 @@ def stopped_early(run_dir: str | Path) -> dict[str, str]:
         out.update({s: f"stopped at look {last.index}" for s in last.still})
     return out
 
+
+
+def stopped_text(run_dir: str | Path) -> str:
+    """One line for the tables: which rows stopped before the pool's end, at which look, and why."""
+    labels = stopped_early(run_dir) if Path(run_dir).is_dir() else {}
+    if not labels:
+        return ""
+    seq = read(run_dir)
+    assert seq is not None
+    pool = seq[0].pool
+    return "; ".join(f"`{s}` {why}" for s, why in labels.items()) + (
+        f", of a pool of {pool} tasks: by design, their rows hold fewer tasks (make recommend reads the looks).")
