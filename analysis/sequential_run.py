@@ -119,9 +119,10 @@ def _answer(design: Design, delta_pts: float, look: Look, size: str) -> str:
         return (f"No decision: at {at} no strategy can be shown within {delta_pts:g} points of every other in the pool "
                 f"of {design.pool} tasks: it would take {need}, even at differences as favourable as their 90% bounds "
                 f"(80% power). To settle it, a pool of that size (LIMIT=), or a wider margin (DELTA=).")
-    spent = {"pool": "the pool is spent", "budget": "the budget is spent"}.get(look.stop or "")
-    label = f" ({spent}: the decision at that size, by the boundary's last look, which spends what is left of alpha)" \
-        if spent else ""
+    label = {"pool": " (the pool is spent: the decision at that size, by the boundary's last look, which spends "
+                     "what is left of alpha)",
+             "budget": " (the budget is spent: the decision at that size, by this look's boundary; rerun with a "
+                       "higher BUDGET to go on at the next wave)"}.get(look.stop or "", "")
     if look.choice is None:
         return (f"No decision yet: at {at}{label} no strategy is shown to be within {delta_pts:g} points of every "
                 "other still running, so no strategy is recommended.")

@@ -42,30 +42,18 @@ def cases() -> list[tuple[Truth, bool]]:
 
 
 def simulated() -> list[tuple[Truth, bool]]:
-    """The simulated world's planted per-task rates on its first 40 tasks (docs/simulated-world.md)."""
+    """The simulated world's planted per-task rates on its first 40 tasks (docs/simulated-world.md): `core` is the
+    guidelines with support >= 3, as `make power PROFILE=` plans them."""
     if not ARTIFACT.is_file():
         print(f"(no {ARTIFACT}: the simulated cases are skipped; `make simulated-memory` builds it)")
         return []
-    from harness.scripted import simulated_world as world
-    from harness.scripted.tau2_script import request_of
-    from strategies import StepView, TaskView, load_memory, render_guidelines
-    from strategies.core_retrieval import CoreRetrieval
-    from tau2.run import load_tasks
+    from analysis.planning.power_world import simulated_ps
 
-    guidelines, meta = load_memory(ARTIFACT)
-    tasks = meta["simulated"]["tasks"][:POOL]
-    requests = {str(t.id): request_of(t) for t in load_tasks("retail", "test")}
-    retriever, full = CoreRetrieval(guidelines=tuple(guidelines)), render_guidelines(guidelines)
-    blocks = {"none": {t: "" for t in tasks},
-              "core_retrieval": {t: retriever.deliver(TaskView("tau2_retail", t, requests[t]), StepView(0)).text
-                                 for t in tasks},
-              "full": {t: full for t in tasks}}
-    w = world.load_world(ARTIFACT)
     out = []
-    for name, arms in (("strong", ("none", "core_retrieval", "full")), ("small", ("none", "full"))):
-        prof = world.PROFILES[name]
-        p = {s: tuple(world.expected_p(prof, w, t, blocks[s][t]) for t in tasks) for s in arms}
-        out.append((Truth(f"simulated {name}, {len(arms)}x4", p, POOL, TRIALS), True))
+    for name, arms in (("strong", ("none", "core", "full")), ("small", ("none", "full"))):
+        ps = simulated_ps(name, str(ARTIFACT), POOL)
+        out.append((Truth(f"simulated {name}, {len(arms)}x4", {s: tuple(ps[s].values()) for s in arms}, POOL, TRIALS),
+                    True))
     return out
 
 

@@ -18,8 +18,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from analysis import sequential_run
-from analysis.runs.load import load_records
+import pandas as pd
+
+from analysis import load_records, sequential_run
 from analysis.statistics.sequential import Design
 from foundation.terminal import wrap
 from harness.run import checked_command, compose_job, expand_sweeps, fail
@@ -48,22 +49,29 @@ def main(argv: list[str] | None = None) -> int:
         store.append_look(planned)
     history = [sequential_run.look_of(d) for d in docs[1:]]
     base = [o for o in overrides if o.split("=", 1)[0] not in ("strategy", "benchmark.limit")]
-    while not (history and history[-1].stop):
+    while not (history and history[-1].stop not in (None, "budget")):  # a budget's stop goes on when rerun
         running = history[-1].still if history else design.strategies
         n = min(pool, (len(history) + 1) * wave)
+        before = len(_records(store.root, first))
         rc = run_wave(base, running, n)
         records = _records(store.root, first)
+        if history and history[-1].stop == "budget" and len(records) == before:
+            print(wrap(f"memdeliv: the budget is still spent: nothing ran at wave {len(history) + 1}; no look taken"),
+                  file=sys.stderr)
+            break
         complete = all(int((records["strategy"] == s).sum()) >= n * first.benchmark.trials for s in running)
         if rc != 0 and not (complete or _budget_spent(store.root)):
             print(wrap(f"memdeliv: wave {len(history) + 1} did not finish (exit {rc}); no look taken. Rerun with "
                        f"RUN={first.run_name} to go on at this wave."), file=sys.stderr)
             return rc
-        last = "pool" if n >= pool else None if complete else "budget"
+        last = "budget" if not complete else "pool" if n >= pool else None
         look = sequential_run.take(records, design, history, last)
         store.append_look(sequential_run.look_json(look))
         history.append(look)
         print(wrap("memdeliv: " + sequential_run.look_line(look, sequential_run.trials_text(design.blocks))),
               flush=True)
+        if look.stop:  # a budget's stop too: the rerun goes on
+            break
     ran = sequential_run.episodes(_records(store.root, first), design)
     print("\n" + "\n".join(wrap(line) for line in sequential_run.lines(design, wave, delta, history, ran)))
     return 0
@@ -76,8 +84,10 @@ def run_wave(overrides: list[str], running: tuple[str, ...], tasks: int) -> int:
                             f"benchmark.limit={tasks}"])
 
 
-def _records(run_dir: Path, s: JobSettings):
-    records = load_records([run_dir])
+def _records(run_dir: Path, s: JobSettings) -> pd.DataFrame:
+    records = load_records([run_dir]) if (run_dir / "results.jsonl").is_file() else None
+    if records is None or records.empty:
+        return pd.DataFrame(columns=["model", "benchmark", "split", "strategy"])
     return records[(records["model"] == s.model.name) & (records["benchmark"] == s.benchmark.name)
                    & (records["split"] == s.benchmark.split)]
 

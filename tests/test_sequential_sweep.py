@@ -30,10 +30,10 @@ class FakeWaves:
     """Writes a wave's records as the job loop would (skipping what is recorded), or half of them and a torn line
     on the wave `kill_at` (a kill mid-wave; exit 130)."""
 
-    def __init__(self, artifact: Path, kill_at: int | None = None):
+    def __init__(self, artifact: Path, kill_at: int | None = None, budget_at: int | None = None):
         guidelines, _ = load_memory(artifact)
         self.blocks = {"none": "", "full": render_guidelines(guidelines)}
-        self.world, self.kill_at, self.calls = world.load_world(artifact), kill_at, 0
+        self.world, self.kill_at, self.budget_at, self.calls = world.load_world(artifact), kill_at, budget_at, 0
 
     def __call__(self, base: list[str], running: tuple[str, ...], n: int) -> int:
         self.calls += 1
@@ -51,8 +51,10 @@ class FakeWaves:
                 if (s, r["task_id"], r["trial"]) not in done:
                     rows.append({**r, "prompt_tokens": 2000 + r["memory_tokens"], "completion_tokens": 100})
         killed = self.calls == self.kill_at
-        if killed:
+        if killed or self.calls == self.budget_at:
             rows = rows[: len(rows) // 2]
+        if self.calls == self.budget_at:  # the job loop's budget stop: the episodes so far recorded, exit 0
+            (store.root / "manifest.json").write_text(json.dumps({"jobs": {"j": {"stopped": {"reason": "budget"}}}}))
         with open(store.results_path, "a") as fh:
             fh.write("".join(json.dumps(r) + "\n" for r in rows) + ('{"torn": ' if killed else ""))
         return 130 if killed else 0
@@ -82,6 +84,17 @@ def test_a_killed_sweep_resumes_at_its_wave_with_the_same_looks_and_decision(swe
     assert RunStore(tmp_path / "killed").read_looks() == killed
     out = capsys.readouterr().out
     assert "Recommended: none" in out and "Episodes:" in out and "the fixed design: 320" in out
+
+
+def test_a_budget_stopped_sweep_goes_on_when_rerun(sweep, artifact, tmp_path, capsys):
+    assert sweep("budget", FakeWaves(artifact, budget_at=2)) == 0
+    looks = RunStore(tmp_path / "budget").read_looks()
+    assert looks[-1]["stop"] == "budget" and looks[-1]["tasks"] < 20  # half of wave 2 ran
+    assert "the budget is spent" in capsys.readouterr().out
+    (tmp_path / "budget" / "manifest.json").unlink()  # a higher budget: the rerun goes on at the next wave
+    assert sweep("budget", FakeWaves(artifact)) == 0
+    after = RunStore(tmp_path / "budget").read_looks()
+    assert after[: len(looks)] == looks and after[-1]["stop"] in ("decided", "pool") and len(after) > len(looks)
 
 
 def test_recommend_on_a_sequential_run_names_its_boundary(sweep, artifact, tmp_path, capsys):

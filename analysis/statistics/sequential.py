@@ -27,8 +27,9 @@ to the fixed test's: the decision at the full pool loses little against the fixe
   power (noninferiority.tasks_for, the fixed decision's sizing), at differences as favourable as their upper
   90 % bounds, the sweep stops: "No decision: ...". (At the observed differences themselves it cost the clear
   cases 7-10 points of right decisions against the fixed design; at the 90 % bound at most 3, measured.)
-* **The pool or the budget spent**: the last look spends all that is left of alpha (Lan-DeMets allows an
-  unplanned last look): the decision at that size, labelled.
+* **The pool spent**: the last look spends all that is left of alpha: the decision at that size, labelled.
+  **The budget spent**: that look spends what its size allows (alpha(t)), like any other, so a rerun with a
+  higher budget goes on at the next wave and alpha still holds over every look.
 """
 
 from __future__ import annotations
@@ -167,16 +168,18 @@ class Look:
 def take_look(design: Design, history: Sequence[Look], metric: Mapping[str, np.ndarray], price_order: Sequence[str],
               last: str | None = None) -> Look:
     """The look after a wave: `metric` = running strategy -> per-task metric on the tasks all of them ran (same
-    order); `history` the earlier looks; `price_order` the strategies cheapest first; `last` = "pool" or
-    "budget" when no further wave can run (all of alpha is spent here)."""
+    order); `history` the earlier looks; `price_order` the strategies cheapest first; `last` = "pool" when no
+    further wave can run (all of alpha is spent here), "budget" when the budget stopped this wave (a look like any
+    other: the sweep stops, and a rerun with a higher budget goes on at the next wave)."""
     running = tuple(s for s in (history[-1].still if history else design.strategies) if s in metric)
     n = len(next(iter(metric.values()))) if metric else 0
     index = len(history) + 1
-    if n < MIN_TASKS:
-        return Look(index, n, running, stop="pool" if last == "pool" else last)
-    tested = [h.tasks for h in history if h.tasks >= MIN_TASKS] + [n]
+    tested = [h.tasks for h in history if h.comparisons]
+    if n < MIN_TASKS or (tested and n <= tested[-1]):  # too few tasks, or none new (a budget stopped the wave)
+        return Look(index, n, running, crossed=history[-1].crossed if history else (), stop=last)
+    tested.append(n)
     fractions = tuple(min(1.0, x / design.pool) for x in tested)
-    final = last is not None or n >= design.pool
+    final = last == "pool" or n >= design.pool  # a budget's stop is a look like the others: a rerun goes on
     comparisons, crossed = [], set(history[-1].crossed if history else ())
     dropped: dict[str, str] = {}
     drop_kind = "obf" if len(design.strategies) == 2 else DROP_SPENDING  # two: a drop is a shown claim
@@ -201,7 +204,7 @@ def take_look(design: Design, history: Sequence[Look], metric: Mapping[str, np.n
     if shown:
         choice = min(shown, key=lambda s: list(price_order).index(s) if s in price_order else len(price_order))
         return _with(look, stop="decided", choice=choice)
-    if final:
+    if final or last == "budget":
         return _with(look, stop=last or "pool")
     need = _least_tasks(design, still, comparisons)
     if need > FUTILITY * design.pool:
