@@ -119,3 +119,12 @@ def test_an_online_learners_stream_is_its_waves_in_turn(artifact):
     seq = ("sequential.until=decided", "sequential.wave=5")
     assert order(10, *seq)[:5] == order(5, *seq)  # the stream of two waves starts with the first wave's
     assert order(10, *seq) != order(10)  # a fixed sweep permutes the whole pool, as before
+
+
+@pytest.mark.parametrize("bad", ["sequential.until=sometimes", "sequential.wave=0", "sequential.delta=-1"])
+def test_a_bad_sequential_key_is_one_line_and_exit_2(bad, capsys):
+    from harness.run import checked_command
+
+    with pytest.raises(SystemExit) as exc:
+        checked_command(["-m", "model=oracle", "strategy=none,full", "benchmark.limit=2", bad])
+    assert exc.value.code == 2 and "sequential." in capsys.readouterr().err
