@@ -53,7 +53,10 @@ def main(argv: list[str] | None = None) -> int:
         running = history[-1].still if history else design.strategies
         n = min(pool, (len(history) + 1) * wave)
         before = len(_records(store.root, first))
-        rc = run_wave(base, running, n)
+        try:
+            rc = run_wave(base, running, n)
+        except KeyboardInterrupt:  # Ctrl-C reaches the wave's jobs too: what they recorded stays
+            rc = 130
         records = _records(store.root, first)
         if history and history[-1].stop == "budget" and len(records) == before:
             print(wrap(f"memdeliv: the budget is still spent: nothing ran at wave {len(history) + 1}; no look taken"),
