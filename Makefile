@@ -16,6 +16,10 @@ TRIALS      ?=
 CONCURRENCY ?=
 # BUDGET: USD cap on what the run directory spends (budget_usd; docs/cost.md)
 BUDGET      ?=
+# UNTIL=decided: waves of WAVE new tasks, a look after each, stop when the answer is known (sequential.until,
+# sequential.wave, sequential.delta = DELTA given on the command line; harness/waves.py, docs/deciding.md)
+UNTIL       ?=
+WAVE        ?=
 MEMORY      ?= $(if $(filter simulated,$(MODEL)),runs/memory/simulated/memory.jsonl,strategies/samples/tau2_sample.jsonl)
 RUN         ?= $(shell date +%Y%m%d-%H%M%S)
 EXTRACTOR   ?=
@@ -63,7 +67,8 @@ SWEEP_ARGS = $(MODEL_ARGS) strategy=$(STRATEGIES) benchmark=$(BENCH) benchmark.s
 	$(if $(LIMIT),benchmark.limit=$(LIMIT)) $(if $(TRIALS),benchmark.trials=$(TRIALS)) \
 	$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS)) $(EXPERIENCE_ARGS) \
 	$(if $(CONCURRENCY),concurrency=$(CONCURRENCY)) $(if $(MEMORY),memory=$(MEMORY)) run_name=$(RUN) \
-	$(if $(BUDGET),budget_usd=$(BUDGET)) $(ARGS)
+	$(if $(BUDGET),budget_usd=$(BUDGET)) $(if $(UNTIL),sequential.until=$(UNTIL)) $(if $(WAVE),sequential.wave=$(WAVE)) \
+	$(if $(and $(filter decided,$(UNTIL)),$(filter command line,$(origin DELTA))),sequential.delta=$(DELTA)) $(ARGS)
 
 # make memory learns from the whole train split unless LIMIT is given on the command line; a SPLIT given there
 # is passed on so that build_memory can refuse anything but train.
@@ -170,7 +175,7 @@ test-quick: setup
 	$(PY) -m pytest -q -n auto --maxprocesses 4 -m "not slow"
 
 sweep: setup
-	@$(PY) -m harness.run -m $(SWEEP_ARGS)
+	@$(PY) -m $(if $(filter decided,$(UNTIL)),harness.waves,harness.run -m) $(SWEEP_ARGS)
 	@echo
 	@$(PY) -m analysis.table runs/$(RUN) $(if $(WIDE),--wide) --short-legend
 	@echo "run directory: runs/$(RUN)"
@@ -246,7 +251,8 @@ plan: setup
 		$(if $(MAX_STEPS),benchmark.max_steps=$(MAX_STEPS)) $(if $(MEMORY),memory=$(MEMORY)) $(EXPERIENCE_ARGS) $(ARGS) \
 	&& $(PY) -m analysis.plan --facts $$facts --strategies $(STRATEGIES) $(if $(PILOT),--pilot $(PILOT)) \
 		$(if $(filter command line,$(origin RUN)),--run runs/$(RUN)) \
-		$(if $(filter command line,$(origin DELTA)),--delta $(DELTA)); \
+		$(if $(filter command line,$(origin DELTA)),--delta $(DELTA)) \
+		$(if $(filter decided,$(UNTIL)),--sequential $(or $(WAVE),10)); \
 	rc=$$?; rm -f $$facts; exit $$rc
 
 table: setup

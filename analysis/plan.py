@@ -35,6 +35,7 @@ from analysis import fmt, power
 from analysis.statistics.metrics import BASELINE, INFRA, valid
 from harness.row import RESULTS, latest_per_episode, read_rows  # the row and its one reader (plain definitions)
 from strategies.prices import Price, fmt_usd, price_of
+from analysis.planning import sequential_plan
 from analysis.planning.plan_estimate import (EXTRACT_PER_TASK, PRIOR_BAND, Episode, PlanError, base_name,
                                              memory_block_tokens, pilot_episode, prior_episode, usd)
 
@@ -257,6 +258,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--delta", type=fmt.margin_points, default=None,
                         help="margin in points: tasks x trials to decide")
     parser.add_argument("--memory", default=None, help="memory artifact (default: the facts' memory)")
+    parser.add_argument("--sequential", type=int, default=None, metavar="WAVE",
+                        help="price a sequential sweep (UNTIL=decided) in waves of WAVE tasks beside the fixed one")
     args = parser.parse_args(argv)
     try:
         facts = json.loads(Path(args.facts).read_text(encoding="utf-8"))
@@ -273,6 +276,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         fmt.refuse("plan", exc)
         return 2
     print(report(facts, cells, prices, trials, pilot, args.delta, memory))
+    if args.sequential:
+        wave = max(1, args.sequential)
+        print(fmt.wrap("\n".join(sequential_plan.lines(
+            strategies, len(facts["tasks"]), trials, wave, args.delta or 5.0, sum(c.episodes for c in cells),
+            sum(c.cost() for c in cells), pilot))))
     return 0
 
 

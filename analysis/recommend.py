@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import argparse
 import textwrap
+from pathlib import Path
 
 import pandas as pd
 
-from analysis import fmt, power
+from analysis import fmt, power, sequential_run
 from analysis.decision import Recommendation, decide
 from analysis.runs import identity
 from analysis.runs.load import add_pool_option
@@ -109,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from analysis.runs.load import load_records
 
+    if any(sequential_run.read(run) for run in args.runs if Path(run).is_dir()):
+        return sequential_main(args.runs, args.model, args.delta, args.k)
     try:
         records = load_records(args.runs, overlap="pool" if args.pool_runs else "refuse")
         if args.model and not records.empty:
@@ -129,6 +132,29 @@ def main(argv: list[str] | None = None) -> int:
     for rec in recs:  # one sentence a paragraph, wrapped for a terminal
         print("\n".join(textwrap.fill(line, 110, subsequent_indent="  ", break_on_hyphens=False)
                         for line in rec.sentences) + "\n")
+    return 0
+
+
+def sequential_main(runs: list[str], model: str | None, delta_pts: float = 5.0, k: int = 1) -> int:
+    """A sequential sweep's run (looks.jsonl): the looks it took by the sequential boundary, never the fixed-size
+    test on what the looks left (docs/deciding.md "Stopping early")."""
+    from analysis.runs.load import load_records
+
+    if len(runs) > 1:
+        fmt.refuse("recommend", ValueError("a sequential run is decided by its own looks: give it alone"))
+        return 2
+    design, wave, delta, looks = sequential_run.read(runs[0])  # type: ignore[misc]  # read() found it above
+    records = load_records(runs)
+    if model:
+        records = records[records["model"].astype(str).str.contains(model, regex=False)]
+    if banner := fmt.simulated_banner(records["model"].dropna()):
+        print(banner + "\n")
+    if delta_pts != delta or k != 1:  # the boundary was fixed before the first look
+        print(fmt.wrap(f"Note: --delta {delta_pts:g} / --k {k} not applied: a sequential run is decided on success at "
+                       f"the margin its sweep fixed before the first look, {delta:g} points.") + "\n")
+    ran = sequential_run.episodes(records, design)
+    print("\n".join(textwrap.fill(line, 110, subsequent_indent="  ", break_on_hyphens=False)
+                    for line in sequential_run.lines(design, wave, delta, looks, ran)) + "\n")
     return 0
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from analysis import fmt
+from analysis import fmt, sequential_run
 from analysis.fmt import plain, simulated_banner, wrap
 from analysis.runs import identity, task_sets
 from analysis.runs.load import add_pool_option, load_for_command
@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = summary_of(df, exclude=exclude, amortise_over=args.amortise_over)
     lines = [f"Task set: {line}" for line in task_sets.labels(df)] + above + \
         [f"WARNING: {w}" for w in infra_imbalance(summary) + infra.all_infra_tasks(df)]
+    lines += [f"Stopped early (sequential sweep, {run}): {text}" for run in args.runs
+              if (text := sequential_run.stopped_text(run))]
     if not args.wide and summary[["benchmark", "split"]].drop_duplicates().shape[0] == 1:
         lines.insert(0, f"Benchmark: {summary['benchmark'].iloc[0]}/{summary['split'].iloc[0]}")
     table = markdown(strategies_display(summary)) if args.wide else plain(compact_display(summary))

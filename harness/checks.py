@@ -51,6 +51,7 @@ def prepare(s: JobSettings, sweep: Optional[Sequence[str]] = None) -> Job:
             raise ConfigError(f"{key} must be >= 1, got {value}")
     if b.limit is not None and b.limit < 1:
         raise ConfigError(f"benchmark.limit must be >= 1, got {b.limit}")
+    check_sequential(s)
     check_memory_by_strategy(s)
     memory = s.job_memory
     if memory and not Path(memory).is_file():
@@ -77,6 +78,16 @@ def prepare(s: JobSettings, sweep: Optional[Sequence[str]] = None) -> Job:
         raise ConfigError(str(exc)) from None
     check_prices(s, judge_used=judge_used)
     return job
+
+
+def check_sequential(s: JobSettings) -> None:
+    """sequential.until / wave / delta (harness/waves.py)."""
+    seq = dict(s.sequential)
+    if seq.get("until", "fixed") not in ("fixed", "decided"):
+        raise ConfigError(f"sequential.until must be fixed or decided, got {seq['until']!r}")
+    if int(seq.get("wave", 10)) < 1 or not float(seq.get("delta", 5.0)) > 0:
+        raise ConfigError(f"sequential.wave must be >= 1 and sequential.delta > 0, got {seq.get('wave')} and "
+                          f"{seq.get('delta')}")
 
 
 def check_executor(ex: ExecutorSettings) -> None:

@@ -99,6 +99,16 @@ class ExecutorConfig:
 
 
 @dataclass
+class SequentialConfig:
+    """`make sweep ... UNTIL=decided` (harness/waves.py, docs/deciding.md "Stopping early"): waves of `wave` new
+    tasks, a look after each with margin `delta` points; `fixed` runs the whole size, as before."""
+
+    until: str = "fixed"  # fixed | decided
+    wave: int = 10
+    delta: float = 5.0
+
+
+@dataclass
 class RunConfig:
     model: ModelConfig = MISSING
     strategy: StrategyConfig = MISSING
@@ -117,6 +127,7 @@ class RunConfig:
     analysis: Dict[str, Any] = field(default_factory=dict)  # experiment configs name their analysis view here
     # USD cap on what the run directory spends (recorded costs, every role); null = none (docs/cost.md)
     budget_usd: Optional[float] = None
+    sequential: SequentialConfig = field(default_factory=SequentialConfig)
 
 
 SECTIONS = {"model": ModelSettings, "strategy": StrategySettings, "benchmark": BenchmarkSettings,

@@ -12,7 +12,7 @@ import os
 import re
 import sys
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HYDRA_FULL_ERROR", "0")
@@ -196,6 +196,22 @@ def main(argv: list[str] | None = None) -> None:
     flags, overrides = checked_command(list(sys.argv[1:] if argv is None else argv))
     sys.argv = [sys.argv[0], *flags, *overrides]
     _job()
+
+
+def exit_status(entry: Callable[[list[str]], Any], argv: list[str]) -> int:
+    """An entry point's (`main(argv)`) exit status as its own process would end with it, run in this process: the
+    memory builders' collection and a sequential sweep's waves run harness.run's main so, as a second interpreter
+    would import LiteLLM, tau2 and Hydra again (seconds) to run the same code. sys.argv as it was afterwards
+    (main hands Hydra its arguments there)."""
+    saved = list(sys.argv)
+    try:
+        sys.argv = [saved[0] if saved else "memdeliv", *argv]
+        code = entry(argv)
+    except SystemExit as exc:
+        code = exc.code
+    finally:
+        sys.argv = saved
+    return code if isinstance(code, int) else (0 if code is None else 1)
 
 
 if __name__ == "__main__":

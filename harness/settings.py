@@ -165,6 +165,7 @@ class JobSettings:
     allow_in_sample: bool
     analysis: FrozenMap
     budget_usd: Optional[float]
+    sequential: FrozenMap = FrozenMap()  # until, wave, delta (harness/config.py SequentialConfig)
 
     @property
     def job_memory(self) -> Optional[str]:

@@ -168,7 +168,7 @@ class Session:
 
 # modules run in this process: ones that start no child process printing to this process's stdout (the memory
 # builders run their collection through harness.run's entry in their own process)
-IN_PROCESS = re.compile(r"^(harness\.run|harness\.memory\..+|harness\.import_tau2|analysis\..+)$")
+IN_PROCESS = re.compile(r"^(harness\.run|harness\.waves|harness\.memory\..+|harness\.import_tau2|analysis\..+)$")
 
 
 def _mains(lines: list[list[str]], printed: io.StringIO) -> int:

@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("benchmarks", ("harness.benchmarks", "harness.scripted")),
     ("runner", ("harness.runner",)),
     ("entry points", ("harness.run", "harness.checks", "harness.selfcheck", "harness.memory", "harness.import_tau2",
-                      "harness.plan_facts", "bench")),
+                      "harness.plan_facts", "harness.waves", "bench")),
 )
 
 

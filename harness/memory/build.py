@@ -76,10 +76,10 @@ def collect_overrides(name: str, overrides: list[str]) -> list[str]:
 def collect(name: str, overrides: list[str], runs_dir: str) -> None:
     """The collection run, through harness.run's own entry in this process: a second interpreter would import
     LiteLLM, tau2 and Hydra again (seconds per build) to run the same code."""
-    from harness.run import main as run_main
+    from harness.run import exit_status, main as run_main
 
     argv = [*collect_overrides(name, overrides), f"runs_dir={runs_dir}"]
-    code = _exit_code(run_main, argv)
+    code = exit_status(run_main, argv)
     if code != 0:
         raise BuildError(f"collection run failed (exit {code}): python -m harness.run {' '.join(argv)}")
 
@@ -88,24 +88,12 @@ def collect_from_results(name: str, file: str, runs_dir: str) -> None:
     """--from-results: a tau2-bench results file imported as the collection run (harness/import_tau2.py, in this
     process); every task must be in the train split, else it stops (exit 2) naming the others."""
     from harness.import_tau2 import main as import_main
+    from harness.run import exit_status
 
-    code = _exit_code(import_main, [file, "--run", f"memory/{name}", "--runs-dir", runs_dir, "--split", TRAIN])
+    code = exit_status(import_main, [file, "--run", f"memory/{name}", "--runs-dir", runs_dir, "--split", TRAIN])
     if code != 0:
         raise BuildError(f"import of {file} failed (exit {code}): nothing learned")
 
-
-def _exit_code(entry: Any, argv: list[str]) -> int:
-    """An entry point's exit status as its process would end with it; sys.argv as it was afterwards (harness.run
-    hands Hydra its arguments there)."""
-    saved = list(sys.argv)
-    try:
-        sys.argv = [saved[0] if saved else "memdeliv", *argv]
-        code = entry(argv)
-    except SystemExit as exc:
-        code = exc.code
-    finally:
-        sys.argv = saved
-    return code if isinstance(code, int) else (0 if code is None else 1)
 
 
 def load_trajectories(run_dir: Path) -> tuple[list[tuple[str, Trajectory]], dict[str, Any], list[str]]:

@@ -89,12 +89,20 @@ class Job:
 
     def task_order(self, tasks: Sequence[Task], trial: int) -> list[Task]:
         """The tasks in the order trial `trial`'s stream runs them: the benchmark's for order 0, else a
-        permutation seeded by the benchmark seed and the order, the same for every strategy of the sweep."""
+        permutation seeded by the benchmark seed and the order, the same for every strategy of the sweep (in a
+        sequential sweep, of each wave's tasks apart: the stream of a longer pool starts with a shorter one's)."""
         order = self.order_of(trial)
         if not order:
             return list(tasks)
-        permuted = list(tasks)
-        random.Random(f"{self.settings.benchmark.seed}:order:{order}").shuffle(permuted)
+        # a sequential sweep (harness/waves.py) permutes within each wave, so a stream is its waves in turn
+        wave = int(self.settings.sequential.get("wave", 10)) if self.settings.sequential.get("until") == "decided" \
+            else len(tasks) or 1
+        permuted = []
+        for start in range(0, len(tasks), wave):
+            part = list(tasks[start:start + wave])
+            random.Random(f"{self.settings.benchmark.seed}:order:{order}" + (f":wave:{start // wave}" if start else
+                                                                             "")).shuffle(part)
+            permuted += part
         return permuted
 
     @property

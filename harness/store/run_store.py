@@ -6,6 +6,7 @@
     runs/<run>/retries.jsonl   append-only, an online learner's re-runs of an episode (never scored)
     runs/<run>/streams/<job>/trial_<t>.json   an online learner's stream state and the episodes it applied,
                                rewritten (atomically) after each update, before the episode's row
+    runs/<run>/looks.jsonl     append-only, a sequential sweep's design, then one line per look taken
     runs/<run>/trajectories/   one file per record, in its benchmark's own format (τ²: a tau2 Results file;
                                AppWorld: its steps and evaluation; `load_trajectory` reads it back)
 
@@ -38,6 +39,7 @@ from harness.secrets import REDACTED
 from foundation.atomic import write_text_atomic
 
 RETRIES = "retries.jsonl"  # an online learner's re-runs (harness/runner/reflect_and_retry.py)
+LOOKS = "looks.jsonl"  # a sequential sweep's looks (harness/waves.py), one JSON object a line
 MANIFEST = "manifest.json"
 STREAMS = "streams"  # an online learner's committed stream states (harness/runner/stream_state.py)
 CONFIG = "config.yaml"
@@ -216,8 +218,28 @@ class RunStore:
         found = (p for p in sorted(folder.glob("trial_*.json")) if p.stem[len("trial_"):].isdigit())
         return {int(p.stem[len("trial_"):]): json.loads(p.read_text(encoding="utf-8")) for p in found}
 
+    def append_look(self, look: dict[str, Any]) -> None:
+        """A sequential sweep's design or one of its looks into looks.jsonl, fsynced under the run's lock."""
+        self._write_line(self.root / LOOKS, (json.dumps(look, sort_keys=True) + "\n").encode("utf-8"))
+
+    def read_looks(self) -> list[dict[str, Any]]:
+        """looks.jsonl, a torn last line (a kill mid-write) cut off: that look is taken again."""
+        path = self.root / LOOKS
+        with self.locked():
+            if not path.exists():
+                return []
+            data = path.read_bytes()
+            if data and not data.endswith(b"\n"):
+                cut = data.rfind(b"\n") + 1
+                with open(path, "r+b") as fh:
+                    fh.truncate(cut)
+                data = data[:cut]
+        return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+
     def _append(self, path: Path, *rows: Row) -> None:
-        line = "".join(row.to_json(scrub=redact) + "\n" for row in rows).encode("utf-8")
+        self._write_line(path, "".join(row.to_json(scrub=redact) + "\n" for row in rows).encode("utf-8"))
+
+    def _write_line(self, path: Path, line: bytes) -> None:
         with self.locked():
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
