@@ -48,7 +48,8 @@ COMMANDS = doc_commands.block_commands()
 SMALL = 3
 # what docs/robustness.md quotes from these commands' output: they run at the documented size
 # and README.md's quick start, whose quoted table and recommendation test_readme_quickstart_prints_what_it_quotes holds
-QUOTED = ("RUN=sim-harm", "RUN=sim-aa", "RUN=sim-strong-2", "RUN=sim-strong", "RUN=sim-small")
+QUOTED = ("RUN=sim-harm", "RUN=sim-aa", "RUN=sim-strong-2", "RUN=sim-strong", "RUN=sim-small", "RUN=field",
+          "RUN=orders", "RUN=seq-small")
 NOT_RUN: tuple[tuple[str, str], ...] = (
     (r"^make (setup|test|lock|clean-venv)$", "builds, tests or removes the environment (make test runs this file)"),
     (r"MODEL=openai/|REFLECTOR=openai/|model=litellm|\+experiment=ibm_tau2 memory=<",
@@ -292,7 +293,36 @@ def test_every_documented_command_prints_at_most_160_columns(ran):
 QUOTES = (("docs/robustness.md", "As `make tables` prints it (model column left out"),
           ("docs/robustness.md", "`make aa` prints, with each seed's and the pair's task flip rate"),
           ("docs/deciding.md", "`make recommend` prints (measured, the commands above; the banner"),
-          ("docs/deciding.md", "Today the same two oracle tasks print"))
+          ("docs/deciding.md", "Today the same two oracle tasks print"),
+          ("docs/strategies.md", "That sweep (run `field`"),
+          ("docs/strategies.md", "this printed, under the strategies table (whose `tasks×k` reads 20×3"),
+          ("docs/deciding.md", "**The acceptance runs** (measured, the commands above"))
+# Every other block that shows what a command printed, and why no fresh run here compares it. A quoted block that is
+# neither here, nor in QUOTES, nor README.md's quick start fails test_every_quoted_output_is_compared: a quote no
+# test compares goes stale unseen (docs/strategies.md's table did).
+NOT_COMPARED = (
+    ("docs/controls.md", "make tables RUNS=runs/sim-controls", "two sweeps of 800 episodes each at the quoted size; "
+     "tests/test_controls.py holds each printed CI to its planted value over 20 seeded draws of the same size"),
+    ("docs/controls.md", "The small profile, whose long block hurts", "the same, for the small profile"),
+    ("docs/cost.md", "and prints (header trimmed)", "a plan of a hosted model's prices (`make plan` runs here at "
+     "a small size; tests/test_plan.py holds its figures)"),
+    ("docs/cost.md", "The job then ends with a line such as", "a hosted model's budget stop: needs a key "
+     "(tests/test_budget.py prints the same line on a scripted model)"),
+    ("docs/cost.md", "job and the projected total", "a hosted model's progress line: needs a key "
+     "(tests/test_progress.py)"),
+    ("docs/deciding.md", "**What it saves, and what it costs**", "bench/sequential.py's 200 seeds per case (minutes); "
+     "tests/test_sequential_calibration.py asserts the same on 40"),
+    ("docs/deciding.md", "The strong profile (`make sweep MODEL=simulated", "a sweep named in prose, not run here at "
+     "its size (320 episodes); tests/test_sequential_calibration.py holds the strong profile's decision"),
+    ("docs/memory-tools.md", "list says it for the episodes a filter matches", "printed by tests/test_on_demand.py's "
+     "scripted run, which asserts these lines"),
+    ("docs/deciding.md", "the second run holding `full` only", "rows of two runs made by hand with different memory "
+     "artifacts (tests/test_cell_identity.py holds the labels)"),
+    ("docs/local-model.md", "a reply is either a plain message", "the format the model is asked to write, not an "
+     "output"),
+    ("docs/store.md", "each after the model's usual retries, the job stops", "a closed port's stop line "
+     "(tests/test_unreachable_provider.py prints it)"),
+)
 
 
 def quote(page: str, marker: str) -> tuple[int, list[str]]:
@@ -369,3 +399,62 @@ def test_readme_quickstart_prints_what_it_quotes(session):
     # the planted truth at margin 5: full is 14 points above core_retrieval and 31 above none
     assert "SIMULATED" in advice.output and "Recommended: full" in advice.output, advice.output
     assert not re.search(r"Recommended: (none|core_retrieval)\b", advice.output)
+
+
+def quoted_blocks() -> list[tuple[str, int]]:
+    """(page, line) of every block in README.md and docs/ that shows output: a fenced block with no language
+    whose lines are not commands, and an indented block of prose pages that follows a line ending in ':' and
+    holds no command."""
+    found = []
+    for path in doc_commands.DOCS[:-1]:  # strategies/README.md shows code, no output
+        page, lines = str(path.relative_to(doc_commands.REPO)), path.read_text(encoding="utf-8").splitlines()
+        i = 0
+        while i < len(lines):
+            if lines[i].startswith("```"):
+                end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
+                body = [line for line in lines[i + 1:end] if line.strip()]
+                if lines[i].strip() == "```" and body and not all(_is_command(line) for line in body):
+                    found.append((page, i + 1))
+                i = end + 1
+                continue
+            if lines[i].startswith("    ") and lines[i].strip() and i and not lines[i - 1].strip():
+                before = next((lines[k] for k in range(i - 1, -1, -1) if lines[k].strip()), "")
+                end = next((j for j in range(i, len(lines)) if lines[j].strip() and not lines[j].startswith("    ")),
+                           len(lines))
+                body = [line for line in lines[i:end] if line.strip()]
+                if before.rstrip().endswith(":") and not before.lstrip().startswith(("-", "*", "1", "2", "3", "4")) \
+                        and not any(_is_command(line.strip()) for line in body):
+                    found.append((page, i + 1))
+                i = end
+                continue
+            i += 1
+    return found
+
+
+def _is_command(line: str) -> bool:
+    return bool(re.match(r"^\s*(make |\.venv|python|\[|#|[A-Z_]+=\S* +(make|\.venv))", line))
+
+
+def _block_after(page: str, marker: str) -> int:
+    """The line of the first quoted block after the marker's line (as `quote` reads it)."""
+    lines = (doc_commands.REPO / page).read_text(encoding="utf-8").splitlines()
+    at = next((i + 1 for i, line in enumerate(lines) if marker in line), None)
+    assert at is not None, f"{page}: no line holds {marker!r}"
+    return min((line for where, line in quoted_blocks() if where == page and line > at), default=0)
+
+
+def test_every_quoted_output_is_compared_or_named_with_its_reason():
+    readme = doc_commands.REPO / "README.md"
+    text = readme.read_text(encoding="utf-8").splitlines()
+    quickstart = {("README.md", i + 1) for i, line in enumerate(text) if line == "```" and i + 1 < len(text)
+                  and (text[i + 1].startswith(("Rates:", "Observed success")))}
+    compared = {(page, _block_after(page, marker)) for page, marker in QUOTES} | quickstart
+    exempt = {(page, _block_after(page, marker)) for page, marker, _ in NOT_COMPARED}
+    assert len(quickstart) == 2 and not compared & exempt
+    blocks = quoted_blocks()
+    assert len(blocks) >= 15  # the finder works: a broken one must not pass everything
+    unregistered = [f"{page}:{line}" for page, line in blocks if (page, line) not in compared | exempt]
+    assert not unregistered, ("quoted output that no test compares with a fresh run: add it to QUOTES (and its run "
+                              "to QUOTED) or to NOT_COMPARED with the reason:\n" + "\n".join(unregistered))
+    stale = sorted((compared | exempt) - set(blocks))
+    assert not stale, f"QUOTES / NOT_COMPARED name no quoted block: {stale}"
