@@ -34,7 +34,7 @@ def timed(tree: Path, run: str) -> float:
     proc = subprocess.run([*COMMAND, f"RUN={run}"], cwd=tree, capture_output=True, text=True)
     wall = time.perf_counter() - started
     shutil.rmtree(tree / "runs" / run, ignore_errors=True)
-    if proc.returncode != 0 or "none" not in proc.stdout:
+    if proc.returncode != 0 or f"run directory: runs/{run}" not in proc.stdout:  # the last line under the table
         sys.exit(f"start: {tree}: exit {proc.returncode}, no table:\n{(proc.stdout + proc.stderr)[-2000:]}")
     return wall
 
