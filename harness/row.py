@@ -116,11 +116,12 @@ class Row:
     provider_retries: Maybe[Optional[int]] = UNSET
     provider_recovered: Maybe[Optional[int]] = UNSET
     provider_gave_up: Maybe[Optional[int]] = UNSET
-    # a strategy's own facts (Strategy.record_facts: ace, ace_online, ace_retrieval)
+    # a strategy's own facts (Strategy.record_facts: ace, ace_online, ace_retrieval, the online designs)
     memory_ground_truth: Maybe[Optional[bool]] = UNSET
     cited_steps: Maybe[int] = UNSET
     episodes_seen: Maybe[int] = UNSET
     memory_size: Maybe[int] = UNSET
+    learner_start: Maybe[str] = UNSET  # an online design's: `empty` or `train artifact` (strategies/base.py)
     control_arm: Maybe[str] = UNSET  # `placebo:<reference>` or `protocol_only` (docs/controls.md)
     strategy_extra: Mapping[str, Any] = field(default_factory=dict)  # a plugin strategy's facts
     # where the row came from and when

@@ -26,6 +26,7 @@ _ENV_ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 _TARGET = re.compile(r"^([A-Za-z0-9_.\-]+(?:\s+[A-Za-z0-9_.\-]+)*)\s*:(?!=)", re.MULTILINE)
 _VAR_USE = re.compile(r"\$[({]([A-Za-z_][A-Za-z0-9_]*)")
 _HARNESS_RUN = re.compile(r"(?:^|\s)(?:\S*python3?)\s+-m\s+harness\.run\b")
+_WAVES = re.compile(r"(?:^|\s)(?:\S*python3?)\s+-m\s+harness\.waves\b")
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,9 @@ def harness_run_argv(cmd: DocCommand, cwd: Path) -> list[str]:
         if _HARNESS_RUN.search(line):
             words = shlex.split(line)
             return words[words.index("harness.run") + 1:]
+        if _WAVES.search(line):  # a sequential sweep (UNTIL=decided): its waves check the sweep as harness.run -m
+            words = shlex.split(line)
+            return ["-m", *words[words.index("harness.waves") + 1:]]
     raise AssertionError(f"{cmd}: `make -n` shows no harness.run line:\n{proc.stdout}")
 
 

@@ -72,7 +72,7 @@ def _filled(argv: list[str], world: str) -> list[str] | None:
         elif sep and name == "memory" and (_PLACEHOLDER.search(value) or (
                 value.startswith("runs/memory/") and not (REPO / value).is_file())):
             value = str(SAMPLE_MEMORY)
-        elif sep and name.startswith("memory_by_strategy.") and value.endswith(_BUILT) \
+        elif sep and name.startswith("memory_by_strategy.") and value.endswith((*_BUILT, _BANK)) \
                 and not (REPO / value).is_file():
             value = _built(world, value)  # what `make experiences` / `make awm` write (docs/strategies.md)
         elif sep and name == "model.gguf" and _PLACEHOLDER.search(value):

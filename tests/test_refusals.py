@@ -3,6 +3,8 @@ same prefix, `memdeliv <target>:` (analysis.fmt.refuse; argparse's own usage blo
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 
 import pytest
@@ -11,11 +13,13 @@ from conftest import HUNG_S, REPO, unwrapped
 
 
 def make(*args: str) -> subprocess.CompletedProcess:
-    """`make <args>` in the checkout, the venvs not rebuilt (-o setup); stderr without make's own `***` line."""
+    """`make <args>` in the checkout as a user's shell starts it (not as a sub-make of `make test`, whose variables
+    would reach it), the venvs not rebuilt (-o setup); stderr without make's own `***` line."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES")}
     proc = subprocess.run(["make", "--no-print-directory", "-o", "setup", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=HUNG_S)
+                          text=True, timeout=HUNG_S, env=env)
     proc.stderr = unwrapped("".join(line for line in proc.stderr.splitlines(keepends=True)
-                                    if not line.startswith("make: ***")))
+                                    if not re.match(r"make(\[\d+\])?: \*\*\*", line)))
     return proc
 
 
@@ -47,7 +51,6 @@ def test_no_run_named_asks_for_runs_naming_the_latest_not_a_timestamp(target, tm
     """Neither RUNS= nor RUN= given: the Makefile's RUN default is the time now, a directory nobody made; the
     command asks for RUNS= and names the latest run here (runs/<run>/results.jsonl changed last), or says there is
     none."""
-    import os
     import sys
     import time
 
