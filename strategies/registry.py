@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from strategies.base import Guideline, Strategy, StrategyBase
 from strategies.compat import LegacyFactory, learns_by_update
@@ -78,6 +78,17 @@ def known_options(name: str) -> tuple[str, ...] | None:
     """The option names a strategy declares (`known_options`); None when it checks names itself."""
     declared = strategy_class(name).known_options
     return None if declared is None else tuple(declared)
+
+
+def memory_owner(name: str, options: Mapping[str, Any], table: Mapping[str, Any]) -> str:
+    """Whose `memory_by_strategy` entry the job of strategy `name` reads: its own when given, else the one its
+    class names (`memory_of`: a control arm's reference), else its own (absent: `memory`)."""
+    if name in table:
+        return name
+    try:
+        return strategy_class(name).memory_of(options) or name
+    except (UnknownStrategy, ValueError, TypeError, AttributeError):  # an unknown name is refused by the checks
+        return name
 
 
 def validate_options(name: str, options: dict[str, Any], sweep: Iterable[str] = ()) -> None:
