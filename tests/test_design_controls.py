@@ -93,3 +93,18 @@ def test_neutral_frame_gives_every_design_one_instruction(tmp_path):
     text = neutral.deliver(TaskView("b", "1", ""), StepView(0)).text
     assert "reuse the one that fits" in own and "reuse the one that fits" not in text and NEUTRAL_INSTRUCTION in text
     assert own.splitlines()[2:] == text.splitlines()[3:]  # the content is the same, only the instruction moved
+
+
+def test_tables_say_when_designs_compared_head_to_head_differ_in_instruction():
+    import pandas as pd
+
+    rows = [{"benchmark": "b", "split": "test", "model": "m", "strategy": s, "task_id": str(t), "trial": 0,
+             "success": t % 2 == 0, "error": None, "prompt_tokens": 100, "completion_tokens": 10, "memory_tokens": 50,
+             "steps": 3, "memory": "mem.jsonl", "run": "r", "run_dir": "nowhere", "job": f"b/test/m/{s}",
+             "memory_instruction": said}
+            for s, said in (("full", "follow them"), ("awm", "reuse the one that fits")) for t in range(10)]
+    text = controls.terminal(pd.DataFrame(rows), n_boot=50)
+    assert "instruction wording differs between designs" in text and '`awm` "reuse the one that fits"' in text
+    assert max(map(len, text.splitlines())) <= 160
+    same = pd.DataFrame(rows).assign(memory_instruction=NEUTRAL_INSTRUCTION)  # frame=neutral: one instruction
+    assert controls.terminal(same, n_boot=50) == ""
