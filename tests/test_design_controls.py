@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.runs.load import load_records
+from analysis import load_records
 from analysis.views import controls
 from harness.run import compose_job
 from harness.runner import run_job
-from strategies import Guideline, StepView, StrategyContext, TaskView, create, save_memory
+from strategies import Guideline, StepView, StrategyContext, TaskView, create, save_memory, strategy_class
 from strategies.frame import NEUTRAL_INSTRUCTION
-from strategies.registry import strategy_class
+
 
 ARTIFACT_KIND = {"awm": "workflows", "exp_rag": "experiences"}  # the designs that read an artifact of their own
 
