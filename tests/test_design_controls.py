@@ -49,7 +49,8 @@ def test_a_sweep_with_both_arms_matched_prints_the_design_decomposition(design, 
     assert "instruction = protocol_only - none" in text and f"`protocol_only` delivers {design}'s frame" in text
 
 
-@pytest.mark.parametrize("design", ["full", "reasoning_bank", "awm", "exp_rag", "dynamic_cheatsheet", "ace"])
+@pytest.mark.parametrize("design", ["full", "reasoning_bank", "awm", "awm_online", "exp_rag", "dynamic_cheatsheet",
+                                    "ace"])
 def test_protocol_only_delivers_the_design_frame_and_no_content(design, artifact):
     frame = strategy_class(design).frame
     arm = create("protocol_only", StrategyContext(options={"match": design}))
