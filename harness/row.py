@@ -73,6 +73,7 @@ class Row:
     strategy: Maybe[str] = UNSET
     memory: Maybe[Optional[str]] = UNSET
     strategy_variant: Maybe[str] = UNSET  # only a job whose strategy config sets `variant`
+    memory_instruction: Maybe[str] = UNSET  # a framed design's (or control arm's) instruction (strategies/frame.py)
     memory_provenance: Maybe[Optional[str]] = UNSET
     placement: Maybe[str] = UNSET
     context_policy: Maybe[str] = UNSET
@@ -122,7 +123,7 @@ class Row:
     episodes_seen: Maybe[int] = UNSET
     memory_size: Maybe[int] = UNSET
     learner_start: Maybe[str] = UNSET  # an online design's: `empty` or `train artifact` (strategies/base.py)
-    control_arm: Maybe[str] = UNSET  # `placebo:<reference>` or `protocol_only` (docs/controls.md)
+    control_arm: Maybe[str] = UNSET  # `placebo:<reference>` or `protocol_only:<reference>` (docs/controls.md)
     strategy_extra: Mapping[str, Any] = field(default_factory=dict)  # a plugin strategy's facts
     # where the row came from and when
     reflection_rerun: Maybe[int] = UNSET  # retries.jsonl only: an online learner's re-run of the episode

@@ -170,9 +170,13 @@ class JobSettings:
     @property
     def job_memory(self) -> Optional[str]:
         """The memory artifact of this job: `memory_by_strategy[<strategy>]` when given (null: none, so an online
-        learner starts empty whatever `memory` is), else `memory`."""
-        if self.strategy.name in self.memory_by_strategy:
-            return self.memory_by_strategy[self.strategy.name] or None
+        learner starts empty whatever `memory` is), else `memory`; a control arm reads its reference's entry
+        (`memory_of`: placebo's `match`) when it has none of its own."""
+        from strategies.registry import memory_owner
+
+        owner = memory_owner(self.strategy.name, self.strategy_options(), self.memory_by_strategy)
+        if owner in self.memory_by_strategy:
+            return self.memory_by_strategy[owner] or None
         return self.memory
 
     def strategy_options(self) -> dict[str, Any]:

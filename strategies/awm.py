@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from strategies.base import Delivery, Guideline, StepView, StrategyBase, TaskView
 from strategies.budget import budget_option, fit_budget, token_counter
+from strategies.frame import Frame, chosen, frame_option
 from strategies.registry import StrategyContext
 
 KIND = "workflows"
@@ -48,6 +49,7 @@ Workflow 2: Change an order after confirming it: get_order_details({order_id}) -
 explicit yes -> return_delivered_order_items({order_id}, {item_ids}) or cancel_pending_order({order_id}, {reason})
 """
 
+FRAME = Frame("workflows", "Workflows that solved earlier tasks", "(reuse the one that fits):", one_line=True)
 _WORKFLOW = re.compile(r"^\s*(?:[-*#]+\s*)?Workflow\s*\d+\s*[:.]\s*", re.M | re.I)
 
 
@@ -68,23 +70,24 @@ def induction_prompt(lines: list[str]) -> str:
     return f"{ONE_SHOT}\n## Tasks to summarise\n\n{tasks}\n\n{SUMMARY}\n"
 
 
-def render_workflows(items: Sequence[Guideline], note: str = "") -> str:
+def render_workflows(items: Sequence[Guideline], note: str = "", frame: Frame = FRAME) -> str:
     if not items and not note:
         return ""
-    lines = ["<workflows>", "Workflows that solved earlier tasks (reuse the one that fits):"]
-    lines += [f"- [{g.id}] {g.text}" for g in items] + ([note] if note else []) + ["</workflows>"]
-    return "\n".join(lines)
+    return frame.wrap([f"- [{g.id}] {g.text}" for g in items] + ([note] if note else []))
 
 
 @dataclass
 class AgentWorkflowMemory(StrategyBase):
     name: str = "awm"
-    known_options = ("budget_tokens",)
+    known_options = ("budget_tokens", "frame")
+    frame = FRAME
     workflows: tuple[Guideline, ...] = ()
     count_tokens: Optional[Callable[[str], int]] = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        self._delivery = fit_budget(self.workflows, [0] * len(self.workflows), render_workflows,
+        frame = chosen(self.frame, self.options, self.name)
+        self._delivery = fit_budget(self.workflows, [0] * len(self.workflows),
+                                    lambda kept, note: render_workflows(kept, note, frame),
                                     self.count_tokens or token_counter(None), budget_option(self.name, self.options),
                                     noun="workflows")
 
@@ -94,6 +97,7 @@ class AgentWorkflowMemory(StrategyBase):
     @classmethod
     def validate_options(cls, options: dict[str, Any]) -> None:
         budget_option(cls.name, options)
+        frame_option(cls.name, options)
 
     @classmethod
     def check_memory(cls, path: Optional[str]) -> None:

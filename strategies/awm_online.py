@@ -15,10 +15,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
-from strategies.awm import INSTRUCTION, induction_prompt, parse_workflows, render_workflows
+from strategies.awm import FRAME, INSTRUCTION, induction_prompt, parse_workflows, render_workflows
 from strategies.base import (Delivery, Gold, Guideline, Rerun, StepView, StrategyBase, TaskView, Trajectory,
                              learner_start)
 from strategies.stream_data import guideline_data, guidelines_of, other_stream
+from strategies.frame import frame_option
 from strategies.budget import budget_option, fit_budget, token_counter
 from strategies.experiences import condense
 from strategies.plan_block import PlanEstimate
@@ -33,7 +34,8 @@ ONLINE_TEMPERATURE, ONLINE_MAX_TOKENS = 1.0, 2048  # webarena/induce_prompt.py l
 @dataclass
 class AwmOnline(StrategyBase):
     name: str = "awm_online"
-    known_options = ("model", "budget_tokens")
+    known_options = ("model", "budget_tokens", "frame")
+    frame = FRAME  # awm's
     uses_memory = False  # starts from no workflows and learns online: memory= is not read
     trial_streams = True
     learns_online: bool = True
@@ -52,7 +54,9 @@ class AwmOnline(StrategyBase):
 
     def _fit(self) -> Delivery:
         assert self.count_tokens is not None
-        return fit_budget(self.workflows, [0] * len(self.workflows), render_workflows, self.count_tokens,
+        frame = self.delivered_frame(self.options) or FRAME
+        return fit_budget(self.workflows, [0] * len(self.workflows),
+                          lambda kept, note: render_workflows(kept, note, frame), self.count_tokens,
                           budget_option(self.name, self.options), noun="workflows")
 
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
@@ -115,6 +119,7 @@ class AwmOnline(StrategyBase):
         if model is not None and not (isinstance(model, str) and model):
             raise ValueError(f"awm_online: option 'model' must be a model string or null, got {model!r}")
         budget_option(cls.name, options)
+        frame_option(cls.name, options)
 
     @classmethod
     def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:

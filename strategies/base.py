@@ -1,7 +1,5 @@
-"""The one protocol every memory strategy implements, and the plain types it sees.
-
-Strategies never see a benchmark adapter: tasks, steps and trajectories reach them as the small frozen
-types below, so a strategy written for τ²-bench works unchanged on AppWorld.
+"""The one protocol every memory strategy implements, and the plain types it sees. Strategies never see a
+benchmark adapter: tasks, steps and trajectories reach them as the small frozen types below (τ²-bench, AppWorld).
 """
 
 from __future__ import annotations
@@ -10,6 +8,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterator, Mapping, Optional, Protocol, Sequence, runtime_checkable
+
+from strategies.frame import Frame, chosen
 
 CATEGORIES = ("strategy", "recovery", "optimization")
 
@@ -172,9 +172,8 @@ class Strategy(Protocol):
 
     def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
               samples: Optional[int] = None) -> Mapping[str, Any]:
-        """An online learner's update after one episode (default: nothing learned), and the replay of one lost to
-        a crash (harness/runner/online_replay.py, without rerun or gold); `rerun` and `gold` for ACE's
-        reflect-and-retry (harness/runner/reflect_and_retry.py). Returns facts for the episode's row."""
+        """An online learner's update after one episode (default: nothing), or the replay of one lost to a crash
+        (without rerun or gold); `rerun`, `gold`: ACE's reflect-and-retry. Returns facts for the episode's row."""
 
     def for_trial(self, trial: int) -> "Strategy":
         """The strategy trial `trial` sees: an online learner keeps one stream per trial (default: itself)."""
@@ -183,12 +182,10 @@ class Strategy(Protocol):
         """The strategy's own columns for an episode's row (ACE: `cited_steps`, `memory_ground_truth`)."""
 
     def applied_episodes(self) -> Optional[frozenset[str]]:
-        """The episode keys whose update an online learner has committed with its memory, so a resume replays
-        only the missing ones (harness/runner/online_replay.py); None: it does not keep them."""
+        """Episode keys whose update is committed with its memory (a resume replays the rest); None: not kept."""
 
     def stream_state(self, trial: int) -> Optional[dict[str, Any]]:
-        """An online learner's stream `trial` as JSON-able data, which the harness commits with the run after each
-        update and sends with an episode to a Ray worker (harness/runner/stream_state.py); None: it keeps none."""
+        """Stream `trial` as JSON-able data, committed after each update (runner/stream_state.py); None: none."""
 
     def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
         """Set stream `trial` to a state `stream_state` returned (a resume, a Ray worker, the driver after one)."""
@@ -207,6 +204,7 @@ class StrategyBase:
     - `learns_online_with(options)`: whether, so configured, it learns online (`benchmark.orders`, `make plan`);
     - `check_memory(path)`: refuses (ValueError) an artifact it cannot start from (exit 2 before anything runs);
     - `plan_estimate(memory, count, options)`: what `make plan` prices (strategies/plan_block.py);
+    - `frame`: its block's frame (strategies/frame.py); `memory_of(options)`: whose memory_by_strategy it reads;
     - `create(ctx)`: the strategy for one job (default: built from its options)."""
 
     name: str = "base"
@@ -215,6 +213,7 @@ class StrategyBase:
     trial_streams: ClassVar[bool] = False
     known_options: ClassVar[Optional[tuple[str, ...]]] = ()
     uses_memory: ClassVar[bool] = True
+    frame: ClassVar[Optional[Frame]] = None  # a design that delivers text: its tag, header, instruction
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -225,6 +224,14 @@ class StrategyBase:
     @classmethod
     def validate_options(cls, options: dict[str, Any]) -> None:
         return None
+
+    @classmethod
+    def memory_of(cls, options: Mapping[str, Any]) -> Optional[str]:  # None: its own entry
+        return None
+
+    @classmethod
+    def delivered_frame(cls, options: dict[str, Any]) -> Optional[Frame]:  # its frame as configured (frame: neutral)
+        return chosen(cls.frame, options, str(cls.name)) if cls.frame is not None else None
 
     @classmethod
     def uses_ground_truth(cls, options: dict[str, Any]) -> bool:
@@ -241,8 +248,7 @@ class StrategyBase:
 
     @classmethod
     def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> Any:
-        """-> strategies.plan_block.PlanEstimate; None (undeclared): the plan counts every guideline of the
-        artifact, an upper bound (strategies.plan_block.full_block)."""
+        """-> plan_block.PlanEstimate; None: the plan counts every guideline, an upper bound (full_block)."""
         return None
 
     @classmethod
@@ -310,21 +316,27 @@ def report_call(call: ModelCall) -> None:
         sink(call)
 
 
-def render_guidelines(guidelines: Sequence[Guideline], title: str = "Learned guidelines", note: str = "") -> str:
-    """The default memory block: one bullet per guideline, ids kept so deliveries can be audited.
-    `note` (e.g. how many were omitted to fit a budget) goes inside the block, after the bullets."""
+def render_guidelines(guidelines: Sequence[Guideline], title: str = "Learned guidelines", note: str = "",
+                      frame: Optional[Frame] = None) -> str:
+    """The default memory block: one bullet per guideline, ids kept so deliveries can be audited; `note` (how
+    many were omitted to fit a budget) after the bullets; `frame` (default: `title`'s, as `full` declares it)."""
     if not guidelines and not note:
         return ""
-    return memory_frame([f"- [{g.id}] {g.text}" for g in guidelines] + ([note] if note else []), title)
+    lines = [f"- [{g.id}] {g.text}" for g in guidelines] + ([note] if note else [])
+    return frame.wrap(lines) if frame is not None else memory_frame(lines, title)
 
 
 INSTRUCTION = "from earlier tasks (follow them when they apply):"  # the memory instruction, after the block's title
 
 
+def guidelines_frame(title: str = "Learned guidelines") -> Frame:  # `full`'s: title and instruction on one line
+    return Frame(_tag(title), title, INSTRUCTION, one_line=True)
+
+
 def memory_frame(lines: Sequence[str] = (), title: str = "Learned guidelines") -> str:
     """The memory header and instruction around `lines`: with none, what `protocol_only` delivers (the frame
     `full` wraps its guidelines in, no guideline)."""
-    return "\n".join([f"<{_tag(title)}>", f"{title} {INSTRUCTION}", *lines, f"</{_tag(title)}>"])
+    return guidelines_frame(title).wrap(lines)
 
 
 def _tag(title: str) -> str:

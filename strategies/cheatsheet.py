@@ -9,12 +9,14 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Mapping, Optional
 
 from strategies.base import Delivery, Guideline, StepView, StrategyBase, TaskView, Trajectory, learner_start
+from strategies.frame import Frame, chosen, frame_option
 from strategies.options import check_types
 from strategies.plan_block import PlanEstimate
 from strategies.role_llm import RoleLLM
 
 EMPTY_CHEATSHEET = "(empty)"  # the reference's initial cheatsheet
 VARIANTS = ("cumulative", "retrieval_synthesis")  # run_benchmark.py approach names DynamicCheatsheet_<Variant>
+FRAME = Frame("cheatsheet", "", "")  # the reference's bare tags: no header, no instruction
 _TAGGED = re.compile(r"<cheatsheet>(.*?)</cheatsheet>", re.S | re.I)
 
 
@@ -37,6 +39,7 @@ class CheatsheetOptions:
     top_k: int = 3
     embedder: str = "minilm"
     embed_cache: str | None = ".cache/embeddings"
+    frame: str = "own"  # own | neutral: the common instruction (strategies/frame.py)
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> "CheatsheetOptions":
@@ -48,6 +51,7 @@ class CheatsheetOptions:
         if opts.max_tokens < 1 or opts.top_k < 1 or opts.variant not in VARIANTS:
             raise ValueError(f"dynamic_cheatsheet: need max_tokens >= 1, top_k >= 1, variant in {VARIANTS}; "
                              f"got max_tokens={opts.max_tokens}, top_k={opts.top_k}, variant={opts.variant!r}")
+        frame_option("dynamic_cheatsheet", options)
         return opts
 
 
@@ -59,6 +63,7 @@ class Cheatsheet(StrategyBase):
     known_options = tuple(f.name for f in fields(CheatsheetOptions))
     uses_memory = False  # starts from "(empty)" and learns online: memory= is not read
     trial_streams = True
+    frame = FRAME
     learns_online: bool = True
     llm: Optional[RoleLLM] = None
     cheatsheet: str = EMPTY_CHEATSHEET
@@ -72,7 +77,7 @@ class Cheatsheet(StrategyBase):
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
         with self._lock:
             text = self.cheatsheet
-        return delivered(text)
+        return delivered(text, chosen(self.frame, self.options))
 
     def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
         return learner_start(False)  # every stream from "(empty)": it reads no artifact
@@ -120,5 +125,5 @@ class Cheatsheet(StrategyBase):
                             "(it grows online; its curator calls are not in this estimate)", {"dc_curator": 1.0})
 
 
-def delivered(text: str) -> Delivery:
-    return Delivery((Guideline(id="dc-cheatsheet", text=text),), f"<cheatsheet>\n{text}\n</cheatsheet>")
+def delivered(text: str, frame: Frame = FRAME) -> Delivery:
+    return Delivery((Guideline(id="dc-cheatsheet", text=text),), frame.wrap([text]))

@@ -25,7 +25,8 @@ import numpy as np
 
 from strategies.base import Delivery, Embedder, Guideline, StepView, StrategyBase, TaskView, seen_task_text
 from strategies.budget import budget_option, fit_budget, token_counter
-from strategies.experiences import check_kind, render_experiences
+from strategies.experiences import FRAME, check_kind, render_experiences
+from strategies.frame import chosen, frame_option
 from strategies.options import check_types
 from strategies.plan_block import NO_ARTIFACT, PlanEstimate, artifact_items, median_window
 from strategies.registry import StrategyContext
@@ -39,6 +40,7 @@ class ExpRagOptions:
     embedder: str = "minilm"  # see strategies.embeddings.make_embedder
     embed_cache: str | None = ".cache/embeddings"  # null: no on-disk cache
     budget_tokens: int | None = None  # cap on the block; the least similar dropped first
+    frame: str = "own"  # own | neutral: the common instruction (strategies/frame.py)
 
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> "ExpRagOptions":
@@ -51,6 +53,7 @@ class ExpRagOptions:
         if opts.top_k < 1:
             raise ValueError(f"exp_rag: top_k must be >= 1, got {opts.top_k}")
         budget_option("exp_rag", options)
+        frame_option("exp_rag", options)
         return opts
 
 
@@ -58,6 +61,7 @@ class ExpRagOptions:
 class ExpRag(StrategyBase):
     name: str = "exp_rag"
     known_options = tuple(f.name for f in fields(ExpRagOptions))
+    frame = FRAME
     experiences: tuple[Guideline, ...] = ()
     embedder: Embedder | None = None
     count_tokens: Callable[[str], int] | None = field(default=None, repr=False)
@@ -94,9 +98,9 @@ class ExpRag(StrategyBase):
         if cached is not None:
             return cached
         assert self.count_tokens is not None  # set in __post_init__
-        chosen = self.retrieve(query)
-        delivery = fit_budget(chosen, [-i for i in range(len(chosen))],
-                              lambda kept, note: render_experiences(kept, note, self.opts.include_feedback),
+        picked, frame = self.retrieve(query), chosen(self.frame, self.options, self.name)
+        delivery = fit_budget(picked, [-i for i in range(len(picked))],
+                              lambda kept, note: render_experiences(kept, note, self.opts.include_feedback, frame),
                               self.count_tokens, self.opts.budget_tokens, noun="experiences")
         with self._lock:
             self._cache[key] = delivery

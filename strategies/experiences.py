@@ -16,6 +16,7 @@ import json
 from typing import Any, Sequence
 
 from strategies.base import Guideline, Trajectory, first_user_text
+from strategies.frame import Frame
 
 KIND = "experiences"
 DEFAULT_MAX_CHARS = 1500  # ours: a long τ² episode condensed to about 400 tokens
@@ -72,16 +73,18 @@ def check_kind(meta: dict[str, Any], path: str | None, strategy: str) -> None:
                          f"+memory_by_strategy.{strategy}=<path> (EXPERIENCES= in make)")
 
 
-def render_experiences(items: Sequence[Guideline], note: str = "", with_outcome: bool = True) -> str:
+# exp_rag's frame (the header says what the examples are, the instruction how to use them)
+FRAME = Frame("past_experiences", "Worked examples: earlier tasks (train) and what the agent did;",
+              "reuse what fits this task.", one_line=True)
+
+
+def render_experiences(items: Sequence[Guideline], note: str = "", with_outcome: bool = True,
+                       frame: Frame = FRAME) -> str:
     """The block: one bullet per past episode, outcome first when shown, ids kept for audits."""
     if not items and not note:
         return ""
-    lines = ["<past_experiences>",
-             "Worked examples: earlier tasks (train) and what the agent did; reuse what fits this task."]
+    lines = []
     for g in items:
         outcome = f"Outcome: {g.rationale} | " if with_outcome and g.rationale else ""
         lines.append(f"- [{g.id}] {outcome}{g.text}")
-    if note:
-        lines.append(note)
-    lines.append("</past_experiences>")
-    return "\n".join(lines)
+    return frame.wrap(lines + ([note] if note else []))

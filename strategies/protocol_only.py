@@ -1,7 +1,9 @@
-"""`protocol_only`: a control arm. The memory header and instruction `full` wraps its guidelines in, with no
-guideline, at every step (agent-memory-bench's "protocol" arm; docs/controls.md).
+"""`protocol_only`: a control arm. The frame a design wraps its memory in (its tag, header and instruction:
+strategies/frame.py), with no content, at every step (agent-memory-bench's "protocol" arm; docs/controls.md).
 
-`protocol_only − none` is the effect of being told that memory follows, with none to read.
+Option `match`: the design whose frame it delivers (`full`, the default, or any design that declares one);
+`frame: neutral` delivers that design's header under the common instruction. `protocol_only − none` is the
+effect of being told that memory follows, in that design's words, with none to read.
 """
 
 from __future__ import annotations
@@ -9,25 +11,39 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
-from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory, memory_frame
-from strategies.registry import StrategyContext
+from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory
+from strategies.frame import Frame, chosen
+from strategies.placebo import check_match
+from strategies.registry import StrategyContext, strategy_class
 
-CONTROL = "protocol_only"  # the row's `control_arm`: analysis reads the arm by it (analysis/views/controls.py)
-DELIVERY = Delivery((), memory_frame())
+CONTROL = "protocol_only"  # the row's `control_arm` (`protocol_only:<match>`): analysis/views/controls.py reads it
 
 
 @dataclass
 class ProtocolOnly(StrategyBase):
     name: str = "protocol_only"
     uses_memory = False  # the frame is the same whatever memory= names: no provenance label, as `none`
-    known_options = ()
+    known_options = ("match", "frame")
+    match: str = "full"
+    delivery: Delivery = Delivery((), "")
 
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
-        return DELIVERY
+        return self.delivery
 
     def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
-        return {"control_arm": CONTROL}
+        return {"control_arm": f"{CONTROL}:{self.match}"}
+
+    @classmethod
+    def validate_options(cls, options: dict[str, Any]) -> None:
+        cls.delivered_frame(options)
+
+    @classmethod
+    def delivered_frame(cls, options: dict[str, Any]) -> Frame:
+        declared = strategy_class(check_match(CONTROL, options)).frame
+        assert isinstance(declared, Frame)  # check_match: a design that declares its frame
+        return chosen(declared, options, CONTROL)
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "ProtocolOnly":
-        return cls(options=dict(ctx.options))
+        frame, match = cls.delivered_frame(ctx.options), check_match(CONTROL, ctx.options)
+        return cls(options=dict(ctx.options), match=match, delivery=Delivery((), frame.wrap()))

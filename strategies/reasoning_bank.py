@@ -28,6 +28,8 @@ import numpy as np
 from strategies.base import (Delivery, Embedder, Gold, Guideline, Rerun, StepView, StrategyBase, TaskView,
                              Trajectory, learner_start, seen_task_text)
 from strategies.budget import budget_option, fit_budget, token_counter
+from strategies.frame import Frame, frame_option
+from strategies.frame import chosen as chosen_frame
 from strategies.options import check_types
 from strategies.plan_block import NO_ARTIFACT, PlanEstimate, artifact_items, median_window
 from strategies.reasoning_bank_prompts import (FAILURE_SYSTEM, JUDGE_SYSTEM, MAX_ITEMS, SUCCESS_SYSTEM,
@@ -46,6 +48,7 @@ HEADER = "Memory items from similar past tasks (title: description, then the ins
 INSTRUCTION = ("These memory items were gathered from earlier interactions and may help with this task; use one "
                "when you judge it relevant. At each step, first state explicitly whether you will use each memory "
                "item or not, then act.")
+FRAME = Frame("reasoning_bank", HEADER, INSTRUCTION)
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,7 @@ class BankOptions:
     embedder: str = "minilm"  # the reference embeds with gemini-embedding-001; ours offline by default
     embed_cache: str | None = ".cache/embeddings"
     budget_tokens: int | None = None
+    frame: str = "own"  # own | neutral: the common instruction (strategies/frame.py)
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> "BankOptions":
@@ -74,6 +78,7 @@ class BankOptions:
             raise ValueError(f"reasoning_bank: need top_k >= 0 (0: the dose axis' no-memory point), max_items >= 1, "
                              f"max_tokens >= 1, judge in {JUDGES}; got {opts}")
         budget_option("reasoning_bank", dict(options))
+        frame_option("reasoning_bank", options)
         return opts
 
 
@@ -95,12 +100,10 @@ def distil(trajectory: Trajectory, key: str, llm: RoleLLM, opts: BankOptions) ->
     return success, items
 
 
-def render_bank(items: Sequence[Guideline], note: str = "") -> str:
+def render_bank(items: Sequence[Guideline], note: str = "", frame: Frame = FRAME) -> str:
     if not items and not note:
         return ""
-    lines = ["<reasoning_bank>", HEADER, INSTRUCTION]
-    lines += [f"- [{g.id}] {g.text}" for g in items] + ([note] if note else []) + ["</reasoning_bank>"]
-    return "\n".join(lines)
+    return frame.wrap([f"- [{g.id}] {g.text}" for g in items] + ([note] if note else []))
 
 
 @dataclass
@@ -108,6 +111,7 @@ class ReasoningBank(StrategyBase):
     name: str = "reasoning_bank"
     known_options = tuple(f.name for f in fields(BankOptions))
     trial_streams = True
+    frame = FRAME
     items: tuple[Guideline, ...] = ()
     embedder: Optional[Embedder] = None
     llm: Optional[RoleLLM] = None
@@ -155,10 +159,11 @@ class ReasoningBank(StrategyBase):
             return [g for i in order for g in self._groups[self._queries[int(i)]]]
 
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
-        chosen = self.retrieve(seen_task_text(task, step))
+        picked = self.retrieve(seen_task_text(task, step))
         assert self.count_tokens is not None
-        return fit_budget(chosen, [-i for i in range(len(chosen))], render_bank, self.count_tokens,
-                          self.opts.budget_tokens, noun="memory items")
+        frame = chosen_frame(self.frame, self.options, self.name)
+        return fit_budget(picked, [-i for i in range(len(picked))], lambda kept, note: render_bank(kept, note, frame),
+                          self.count_tokens, self.opts.budget_tokens, noun="memory items")
 
     def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
               samples: Optional[int] = None) -> Mapping[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from strategies.base import Guideline, Strategy, StrategyBase
 from strategies.compat import LegacyFactory, learns_by_update
@@ -80,6 +80,17 @@ def known_options(name: str) -> tuple[str, ...] | None:
     return None if declared is None else tuple(declared)
 
 
+def memory_owner(name: str, options: Mapping[str, Any], table: Mapping[str, Any]) -> str:
+    """Whose `memory_by_strategy` entry the job of strategy `name` reads: its own when given, else the one its
+    class names (`memory_of`: a control arm's reference), else its own (absent: `memory`)."""
+    if name in table:
+        return name
+    try:
+        return strategy_class(name).memory_of(options) or name
+    except (UnknownStrategy, ValueError, TypeError, AttributeError):  # an unknown name is refused by the checks
+        return name
+
+
 def validate_options(name: str, options: dict[str, Any], sweep: Iterable[str] = ()) -> None:
     """Unknown names are rejected from `known_options`, then the strategy's `validate_options(options)` checks
     values (raise ValueError/TypeError). The CLI calls this for every job before anything is written (exit 2).
@@ -122,12 +133,12 @@ def uses_memory(name: str) -> bool:
 def uses_ground_truth(name: str, options: dict[str, Any]) -> bool:
     """Whether this strategy, so configured, learns from labels (reward, success, evaluator report, gold
     solution). The harness withholds them otherwise."""
-    return bool(strategy_class(name).uses_ground_truth(dict(options)))
+    return bool(strategy_class(name).uses_ground_truth(own_options(name, options)))
 
 
 def learns_online(name: str, options: dict[str, Any]) -> bool:
     """Whether this strategy, so configured, learns online (read before it is built: `benchmark.orders`, the plan)."""
-    return bool(strategy_class(name).learns_online_with(dict(options)))
+    return bool(strategy_class(name).learns_online_with(own_options(name, options)))
 
 
 def check_memory(name: str, path: str | None) -> None:
@@ -141,14 +152,19 @@ def trial_streams(name: str) -> bool:
     return strategy_class(name).trial_streams is True  # declared by StrategyBase (and the legacy fitting)
 
 
+def own_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options that reach strategy `name`: another strategy's (one sweep, one options node) never do; a typo
+    still does, so its check fails."""
+    declared = known_options(name)
+    if declared is None:
+        return dict(options)
+    foreign = {o for other in available() if other != name for o in (known_options(other) or ())}
+    return {k: v for k, v in options.items() if k in declared or k not in foreign}
+
+
 def create(name: str, ctx: StrategyContext) -> Strategy:
     factory = strategy_class(name)
-    declared = known_options(name)
-    if declared is not None:  # another strategy's options (one sweep, one options node) never reach this one;
-        foreign = {o for other in available() if other != name for o in (known_options(other) or ())}
-        ctx = replace(ctx, options={k: v for k, v in ctx.options.items()  # a typo still does: its check fails
-                                    if k in declared or k not in foreign})
-    built = factory.create(ctx)
+    built = factory.create(replace(ctx, options=own_options(name, ctx.options)))
     if not isinstance(built, Strategy):
         raise TypeError(f"strategy {name!r} does not implement the Strategy protocol (harness calls build, "
                         "deliver, learn, for_trial, record_facts, applied_episodes): inherit "

@@ -81,7 +81,7 @@ def test_placebo_refits_with_its_reference_and_refuses_an_unknown_match(artifact
     delivery = placebo.deliver(TaskView("tau2_retail", "5", ""), StepView(0))
     small = delivery.refit(400)
     assert token_counter("gpt-4o")(small.text) <= 420 and "omitted to fit the budget" in small.text
-    with pytest.raises(ValueError, match="match must be one of"):
+    with pytest.raises(ValueError, match="match must be a design that declares its frame"):
         _arm("placebo", artifact, match="core_retrieval")
 
 

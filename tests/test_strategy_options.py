@@ -21,7 +21,7 @@ from conftest import SAMPLE_MEMORY, config_check, install_readme_plugin, read_re
     ("ace_online", "+strategy.options.token_budget=500", "option token_budget is now playbook_token_budget"),
     ("none,ace_online", "strategy.options.json_mode=xml", "json_mode='xml'; valid: schema, object, none"),
     # the same typo on every strategy: the one rule, with the known options named
-    ("full", "+strategy.options.nope=1", "strategy 'full': unknown option(s) ['nope']; known: ['budget_tokens']"),
+    ("full", "+strategy.options.nope=1", "strategy 'full': unknown option(s) ['nope']; known: ['budget_tokens', 'frame']"),
     ("full", "strategy.options.top_k=5", "strategy 'full': unknown option(s) ['top_k']"),
     ("full", "strategy.options.budget_tokens=abc", "budget_tokens must be a positive integer or null"),
     ("full", "strategy.options.budget_tokens=0", "budget_tokens must be a positive integer or null, got 0"),
@@ -55,7 +55,7 @@ def test_an_option_one_strategy_of_the_sweep_takes_reaches_only_that_one():
     strategies.validate_options("full", {"top_k": 0}, sweep)  # meant for core_retrieval
     strategies.validate_options("none", {"top_k": 0, "budget_tokens": 9}, sweep)
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['top_k'\]: no strategy of this sweep \(none, full\) "
-                                         r"takes it; full takes \['budget_tokens'\]; none takes no options$"):
+                                         r"takes it; full takes \['budget_tokens', 'frame'\]; none takes no options$"):
         strategies.validate_options("full", {"top_k": 0}, ["none", "full"])  # no strategy of this sweep takes it
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['nope'\]"):
         strategies.validate_options("full", {"top_k": 0, "nope": 1}, sweep)
@@ -70,7 +70,7 @@ def test_a_typo_in_a_sweep_names_who_takes_options_and_the_closest_key():
         strategies.validate_options("none", {"topk": 5}, ["none", "full", "core_retrieval"])
     message = str(exc.value)
     assert message.startswith("unknown option(s) ['topk']: no strategy of this sweep (none, full, core_retrieval)")
-    assert "full takes ['budget_tokens']" in message and "'top_k'" in message.split("core_retrieval takes")[1]
+    assert "full takes ['budget_tokens', 'frame']" in message and "'top_k'" in message.split("core_retrieval takes")[1]
     assert message.endswith("none takes no options; did you mean 'top_k'?")
     with pytest.raises(ValueError, match=r"^strategy 'core_retrieval': unknown option\(s\) \['topk'\]; known: .*"
                                          r"did you mean 'top_k'\?$"):

@@ -5,14 +5,16 @@ Per (benchmark, split, model, assembly) cell whose records carry a control arm (
 by the arm itself: `placebo:<reference>` or `protocol_only`), each effect is PAIRED on the (task, trial) pairs
 both of its cells have, with the paired bootstrap CI over tasks the pairs table uses (analysis.statistics.stats.paired):
 
-    content     = <reference> - placebo   (the reference the placebo was length-matched to: full or ace)
+    content     = <reference> - placebo   (the design the placebo was length-matched to: full, reasoning_bank, ...)
     length      = placebo - none
-    instruction = protocol_only - none
+    instruction = protocol_only - none    (protocol_only:<design>: that design's frame, no content)
 
 and the placebo's memory tokens per episode beside its reference's (the match it rests on), and `on_demand`'s
 success and memory tokens beside full's when an `on_demand` cell is present. A control arm is a measurement,
 never a deployment: `make recommend` leaves it out of the candidates (analysis.recommend) and the plots draw it
-hollow, outside the Pareto front (analysis.views.plots).
+hollow, outside the Pareto front (analysis.views.plots). A cell whose designs (not control arms) introduce their
+memory in different words (the rows' `memory_instruction`) says so in a line: a head-to-head difference there
+mixes content with instruction, which `frame: neutral` takes out (strategies/frame.py).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from analysis.views.pulls import pull_rate
 COLUMN = "control_arm"  # harness/row.py
 PLACEBO, PROTOCOL = "placebo", "protocol_only"
 PULL = "on_demand"  # the pull-delivery strategy whose figures stand beside full's
+INSTRUCTION = "memory_instruction"  # harness/row.py: the instruction a framed design's block carries
 
 
 def arms(records: pd.DataFrame) -> dict[str, str]:
@@ -87,15 +90,19 @@ def _change(mine: float, theirs: float) -> str:
     return fmt.signed_pct(100 * (mine / theirs - 1)) if theirs else "-"
 
 
-def _length_match(placebo: str, ref: str, mine: pd.DataFrame, theirs: pd.DataFrame) -> str:
+def _length_match(placebo: str, ref: str, mine: pd.DataFrame, theirs: pd.DataFrame) -> list[str]:
     """The placebo's memory tokens beside its reference's: per agent step (what it matches: each delivery) and
     per episode (which also moves with the outcome, as an episode's steps do)."""
     per_step = [float(f["memory_tokens"].sum() / f["steps"].sum()) if "steps" in f and f["steps"].sum() else
                 float("nan") for f in (mine, theirs)]
     per_episode = [_tokens(mine), _tokens(theirs)]
-    return (f"length match: `{placebo}` {fmt.kilo(per_step[0])} memory tokens per agent step vs `{ref}` "
+    said = [f"length match: `{placebo}` {fmt.kilo(per_step[0])} memory tokens per agent step vs `{ref}` "
             f"{fmt.kilo(per_step[1])} ({_change(*per_step)}); per episode {fmt.kilo(per_episode[0])} vs "
-            f"{fmt.kilo(per_episode[1])} ({_change(*per_episode)}), on the same pairs")
+            f"{fmt.kilo(per_episode[1])} ({_change(*per_episode)}), on the same pairs"]
+    if per_step[1] > 0 and not per_step[0] >= 0.8 * per_step[1]:  # an online design's block grew; its copy did not
+        said.append(f"length match: `{placebo}` matches {ref}'s starting block (its copy never learns); "
+                    f"`strategy.options.length_tokens={round(per_step[1])}` matches this run's per-step length")
+    return said
 
 
 def decomposition(cell: pd.DataFrame, found: dict[str, str], n_boot: int = stats.N_BOOT) -> tuple[list[Effect],
@@ -118,12 +125,17 @@ def decomposition(cell: pd.DataFrame, found: dict[str, str], n_boot: int = stats
                        f"{', '.join(sorted(_memory(cells[ref])))}): not comparable")
         else:
             effects.append(_effect("content", ref, s, cells, n_boot))
-            out.append(_length_match(s, ref, *on_common_pairs(cells[s], cells[ref])))
+            out += _length_match(s, ref, *on_common_pairs(cells[s], cells[ref]))
         if "none" in cells:
             effects.append(_effect("length", s, "none", cells, n_boot))
-    for s in (s for s, a in here.items() if a == PROTOCOL):
+    for s in (s for s, a in here.items() if a == PROTOCOL or a.startswith(f"{PROTOCOL}:")):
+        design = here[s].split(":", 1)[1] if ":" in here[s] else "full"  # a run before designs had frames: full's
         if "none" in cells:
             effects.append(_effect("instruction", s, "none", cells, n_boot))
+        matched = {a.split(":", 1)[1] for a in (here[p] for p in placebos)}
+        if design != "full" or matched - {design}:
+            out.append(f"instruction: `{s}` delivers {design}'s frame" + (
+                f"; the placebo matches {', '.join(sorted(matched))}" if matched - {design} else ""))
     if PULL in cells and "full" in cells:
         pull, full = on_common_pairs(cells[PULL], cells["full"])
         out.append(f"{PULL}: success {fmt.pct(task_success(pull).mean())} at {fmt.kilo(_tokens(pull))} memory "
@@ -134,17 +146,35 @@ def decomposition(cell: pd.DataFrame, found: dict[str, str], n_boot: int = stats
     return effects, out
 
 
+def wording(cell: pd.DataFrame, found: dict[str, str]) -> list[str]:
+    """A line when the cell's designs (control arms aside) carry different instructions: comparing them head to
+    head mixes what their memory says with how it is introduced."""
+    if INSTRUCTION not in cell:
+        return []
+    said = cell[~cell["strategy"].astype(str).isin(set(found))].dropna(subset=[INSTRUCTION])
+    by = {str(s): str(g[INSTRUCTION].iloc[0]) for s, g in said.groupby("strategy", sort=False)}
+    if len(set(by.values())) < 2:
+        return []
+    quoted = "; ".join(f"`{s}` {_quote(text)}" for s, text in by.items())
+    return [f"instruction wording differs between designs ({quoted}): a head-to-head difference mixes content "
+            "with instruction; `strategy.options.frame=neutral` gives them one"]
+
+
+def _quote(text: str, width: int = 40) -> str:
+    return '"' + (text if len(text) <= width else text[: width - 3] + "...") + '"' if text else "(none)"
+
+
 def cell_lines(cell: pd.DataFrame, found: dict[str, str], n_boot: int = stats.N_BOOT,
                aligned: bool = True) -> list[str]:
-    """The decomposition of one cell, one line each; [] when it holds no control arm."""
+    """The decomposition of one cell, one line each, and the instruction-wording line; [] when it has neither."""
     effects, said = decomposition(cell, found, n_boot)
-    return [e.line(aligned) for e in effects] + said
+    return [e.line(aligned) for e in effects] + said + wording(cell, found)
 
 
 def terminal(records: pd.DataFrame, exclude: tuple[str, ...] = EXCLUDED, n_boot: int = stats.N_BOOT) -> str:
-    """Every cell's decomposition under a title line ('' when no cell holds a control arm)."""
+    """Every cell's decomposition under a title line ('' when no cell holds a control arm or differing wording)."""
     found = arms(records)
-    if not found:
+    if not found and INSTRUCTION not in records:
         return ""
     ok = with_assembly(with_tokens(valid(records, exclude)))
     blocks = []
@@ -154,8 +184,9 @@ def terminal(records: pd.DataFrame, exclude: tuple[str, ...] = EXCLUDED, n_boot:
             blocks.append(fmt.wrap(f"{where}:\n" + "\n".join(f"  {line}" for line in lines), "    "))
     if not blocks:
         return ""
-    return ("Control arms (docs/controls.md): each effect paired on the (task, trial) pairs both arms have, "
-            "[95% paired bootstrap CI over tasks]\n" + "\n".join(blocks))
+    title = ("Control arms (docs/controls.md): each effect paired on the (task, trial) pairs both arms have, "
+             "[95% paired bootstrap CI over tasks]" if found else "Memory frames (docs/controls.md):")
+    return title + "\n" + "\n".join(blocks)
 
 
 def sentence(cell: pd.DataFrame, exclude: tuple[str, ...] = EXCLUDED) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import strategies
+from strategies.frame import Frame, frame_of
 from harness import benchmarks
 from harness.assembly.job_config import options_for, variant_suffix
 from harness.assembly.options import DEFAULTS as ASSEMBLY_DEFAULTS, AssemblyOptions
@@ -122,6 +123,11 @@ class Job:
     def artifacts_dir(self) -> Path:
         return self.run_dir / MEMORY / self.slug
 
+    @property
+    def frame(self) -> Optional[Frame]:
+        """The frame its strategy's memory block carries (strategies/frame.py); None: it declares none."""
+        return frame_of(strategies.strategy_class(self.strategy_name), self.strategy_options())
+
     @cached_property
     def row_fields(self) -> dict[str, Any]:
         """The job's fields of every row it writes (harness/row.py), in their order."""
@@ -130,6 +136,7 @@ class Job:
                 "split": s.benchmark.split, "model": s.model.name, "user_model": s.model.user_name or s.model.name,
                 "strategy": self.strategy_name, "memory": self.memory,
                 **({"strategy_variant": s.strategy.variant} if s.strategy.variant else {}),
+                **({"memory_instruction": frame.instruction} if (frame := self.frame) is not None else {}),
                 "memory_provenance": self.provenance, "placement": self.assembly.placement,
                 "context_policy": self.assembly.context_policy, "answer_mode": self.assembly.answer_mode,
                 # `openai/<alias>`: a model served by the managed llama.cpp server

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from strategies.ace.adapt import AceSettings
 from strategies.ace.llm import JSON_MODES
-from strategies.ace.playbook import Playbook, learned_with_labels
+from strategies.ace.playbook import CITE_LINE, HEADER, Playbook, learned_with_labels
 from strategies.memory_file import read_playbook_or_guidelines
 from strategies.plan_block import NO_ARTIFACT, PlanEstimate, artifact_items
 from strategies.ace.pruning import enforce_budget
@@ -30,6 +30,7 @@ from strategies.ace.pruning import drop_order
 from strategies.ace.roles import cited_steps
 from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory
 from strategies.budget import budget_option, fit_budget, token_counter
+from strategies.frame import Frame
 from strategies.options import check_types
 from strategies.registry import StrategyContext
 
@@ -86,6 +87,7 @@ class AcePlaybook(StrategyBase):
     option_names = FROZEN_OPTIONS  # what validate_options accepts (ace_online: its own set)
     known_options = tuple(sorted(FROZEN_OPTIONS | set(RENAMED)))  # a renamed one reaches the hook's message
     learns_online = False
+    frame = Frame("ace_playbook", HEADER, CITE_LINE)  # the citation line only under `cite` (the default)
 
     def __init__(self, playbook: Playbook, *, settings: AceSettings | None = None,
                  count_tokens: Callable[[str], int] | None = None, artifacts_dir: Path | None = None,
