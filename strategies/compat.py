@@ -46,6 +46,14 @@ class LegacyFactory:
     def plan_estimate(self, memory: Optional[str], count: Any, options: dict[str, Any]) -> Any:
         return None  # an old plugin declares nothing: the plan counts the full block, an upper bound
 
+    frame = None  # an old plugin declares no frame: no control arm matches it
+
+    def delivered_frame(self, options: dict[str, Any]) -> None:
+        return None
+
+    def memory_of(self, options: Any) -> None:
+        return None  # it reads its own memory entry
+
     @property
     def trial_streams(self) -> bool:
         declared = getattr(self.obj, "trial_streams", False)
