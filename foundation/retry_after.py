@@ -1,10 +1,20 @@
-"""The provider's Retry-After, read off an error's response: the agent's client (harness/serving/model_client.py)
-and a strategy's roles (strategies/role_client.py) wait at least that long before their next attempt."""
+"""The provider's Retry-After, read off an error's response, and the one wait before a retry built on it: the agent's
+client (harness/serving/model_client.py) and a strategy's roles (strategies/role_client.py) wait the doubling
+backoff or the provider's Retry-After, whichever is longer, capped."""
 
 from __future__ import annotations
 
 import email.utils
 import time
+
+MAX_RETRY_WAIT_S = 120.0  # a longer Retry-After is capped (the retry still counts)
+
+
+def retry_wait_s(exc: BaseException | None, backoff_s: float, attempt: int, cap: float = MAX_RETRY_WAIT_S) -> float:
+    """Seconds before retry number `attempt` + 1 (0-based): backoff_s doubled per attempt, at least the provider's
+    Retry-After, at most `cap`."""
+    after = retry_after_s(exc) if exc is not None else None
+    return min(cap, max(backoff_s * (2 ** attempt), after or 0.0))
 
 
 def retry_after_s(exc: BaseException) -> float | None:

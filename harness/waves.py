@@ -51,13 +51,14 @@ def main(argv: list[str] | None = None) -> int:
     while not (history and history[-1].stop not in (None, "budget")):  # a budget's stop goes on when rerun
         running = history[-1].still if history else design.strategies
         n = min(pool, (len(history) + 1) * wave)
-        before = len(_records(store.root, first))
+        resumed_at_budget = bool(history) and history[-1].stop == "budget"
+        before = len(_records(store.root, first)) if resumed_at_budget else 0  # read only where it is compared
         try:
             rc = run_wave(base, running, n)
         except KeyboardInterrupt:  # Ctrl-C reaches the wave's jobs too: what they recorded stays
             rc = 130
         records = _records(store.root, first)
-        if history and history[-1].stop == "budget" and len(records) == before:
+        if resumed_at_budget and len(records) == before:
             print(wrap(f"memdeliv: the budget is still spent: nothing ran at wave {len(history) + 1}; no look taken"),
                   file=sys.stderr)
             break

@@ -18,12 +18,11 @@ from typing import Any, Callable, Mapping, Optional, Self
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-from foundation.retry_after import retry_after_s
+from foundation.retry_after import retry_wait_s
 from foundation.plugins import PluginRegistry
 from strategies.prices import report_usage, usage_counts
 
 RETRY, STOP = "retry", "stop"  # the kinds of provider error the client acts on (harness/serving/provider_errors.py)
-MAX_RETRY_WAIT_S = 120.0  # a longer Retry-After is capped, as the agent's client caps it
 SCRIPTED_DESIGNS = "memdeliv-scripted-designs/roles"  # its entry point: pyproject.toml, memdeliv.providers
 _PROVIDERS = PluginRegistry("memdeliv.providers", "provider", KeyError)
 _TRANSIENT = ("RateLimitError", "InternalServerError", "ServiceUnavailableError", "BadGatewayError",
@@ -125,8 +124,7 @@ class RoleClient:
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome is not None else None
-        backoff = self.retry_backoff_s * (2 ** (state.attempt_number - 1))
-        return min(MAX_RETRY_WAIT_S, max(backoff, (retry_after_s(exc) if exc else None) or 0.0))
+        return retry_wait_s(exc, self.retry_backoff_s, state.attempt_number - 1)
 
 
 def content(response: Any) -> Optional[str]:

@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import litellm
 
-from foundation.retry_after import retry_after_s
+from foundation.retry_after import MAX_RETRY_WAIT_S, retry_wait_s
 from harness.serving import provider_errors
 from harness.serving.faults import (MAX_RETRIES, RETRY_BACKOFF_S, ContextOverflow, InfraError, ProviderFault,
                                     ProviderUnusable, RequestRejected)
@@ -90,7 +90,7 @@ class ModelClient:
     kwargs: dict[str, Any] = field(default_factory=dict)
     max_retries: int = MAX_RETRIES
     retry_backoff_s: float = RETRY_BACKOFF_S
-    max_retry_wait_s: float = 120.0  # a longer Retry-After is capped (the retry still counts)
+    max_retry_wait_s: float = MAX_RETRY_WAIT_S  # a longer Retry-After is capped (the retry still counts)
     metadata: dict[str, Any] | None = None  # only scripted models receive task context
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Completion:
@@ -134,7 +134,7 @@ class ModelClient:
                         where = f"cannot reach {endpoint}: "
                     raise InfraError(f"{self.model}: {where}{type(exc).__name__} after {attempt + 1} attempts: "
                                      f"{_short(exc)}") from exc
-                wait = min(self.max_retry_wait_s, max(self.retry_backoff_s * (2**attempt), retry_after_s(exc) or 0.0))
+                wait = retry_wait_s(exc, self.retry_backoff_s, attempt, self.max_retry_wait_s)
                 stats.retried += 1
                 stats.waited_s += wait
                 time.sleep(wait)
