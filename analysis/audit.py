@@ -19,6 +19,7 @@ import pandas as pd
 
 from analysis import fmt
 from analysis.runs.load import load_records
+from analysis.statistics.metrics import BASELINE
 from strategies import MemoryFileError, load_memory
 
 JOB_KEYS = ["run_dir", "job", "strategy"]
@@ -65,7 +66,7 @@ def never_delivered(df: pd.DataFrame, memory: str | Path | None = None) -> dict[
     delivered = presence(df).groupby(JOB_KEYS)["guideline"].agg(set).to_dict()
     for key, group in usable(df).groupby(JOB_KEYS):
         path = memory or next((m for m in group["memory"].dropna().unique()), None)
-        if not path or key[2] == "none":
+        if not path or key[2] == BASELINE:
             continue  # the baseline delivers nothing by design; nothing to report
         ids = [g.id for g in load_memory(path)[0]]
         out[key] = [gid for gid in ids if gid not in delivered.get(key, set())]

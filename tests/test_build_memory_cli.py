@@ -97,4 +97,9 @@ def test_collect_extract_consolidate_offline(tmp_path):
     (run / "results.jsonl").write_text(text)
     with pytest.raises(BuildError, match="split=test"):
         load_trajectories(Path(run))
+    # a train run whose episodes were delivered memory is refused by what the records say, whatever the strategy
+    (run / "results.jsonl").write_text(text.replace('"split": "test"', '"split": "train"', 1)
+                                       .replace('"memory_tokens": 0', '"memory_tokens": 12', 1))
+    with pytest.raises(BuildError, match="memory_tokens=12"):
+        load_trajectories(Path(run))
 

@@ -16,15 +16,12 @@ OUTSIDE = ("harness", "analysis", "bench")
 # module -> the strategy names it still compares with (the baseline `none` is analysis's reference arm)
 DEBT = {
     "harness/checks.py": {"ace"},
-    "harness/memory/build.py": {"none"},
-    "analysis/views/displays.py": {"none"},
-    "analysis/audit.py": {"none"},
     "analysis/runs/deliveries.py": {"core_retrieval"},
     "analysis/runs/build_cost.py": {"ace_online"},
-    "analysis/runs/identity.py": {"none"},
-    "analysis/runs/load.py": {"ace", "ace_online", "none"},
+    "analysis/runs/load.py": {"ace", "ace_online"},
     "analysis/planning/power_world.py": {"full"},
-    "analysis/views/controls.py": {"none", "full"},
+    "analysis/views/controls.py": {"full"},
+    "harness/memory/build.py": {"none"},  # not a strategy: consolidation mode "none" (a false alarm, kept)
     "harness/memory/ace_adapt.py": {"none"},  # not a strategy: its --dedup value "none" (a false alarm, kept)
 }
 

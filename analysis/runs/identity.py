@@ -28,7 +28,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from analysis.statistics.metrics import CELL  # strategies are compared within one (benchmark, split, model, assembly)
+# CELL: strategies are compared within one (benchmark, split, model, assembly); BASELINE: the reference arm
+from analysis.statistics.metrics import BASELINE, CELL
 from harness import infra_rates  # `where`: a cell's parts that are set, joined (plain definitions)
 
 CONFIG = "config.yaml"  # the harness's record of each job's identity: jobs.<job>.identity
@@ -193,7 +194,7 @@ def uses_memory(row: dict) -> bool:
     from before it: any strategy but `none`)."""
     if "memory_provenance" in row:
         return row.get("memory_provenance") is not None
-    return row.get("strategy") != "none" and bool(row.get("memory"))
+    return row.get("strategy") != BASELINE and bool(row.get("memory"))
 
 
 def memory_artifact(row: dict) -> tuple[str | None, str | None]:

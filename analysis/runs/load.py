@@ -36,6 +36,7 @@ from analysis import fmt
 from analysis.runs.cells import ASSEMBLY_FIELDS, overlap_message, pool_runs, run_overlaps, unknown_artifacts
 from analysis.runs.corruption import corruption_labels
 from analysis.runs.identity import artifact_meta, checked, filled, memory_artifact, memory_labels
+from analysis.statistics.metrics import BASELINE
 from harness.row import RESULTS, read_rows  # the row of results.jsonl and its one reader (plain definitions)
 from harness.row import latest_attempts as row_latest_attempts  # the one latest-attempt rule
 
@@ -218,7 +219,7 @@ def consolidation_labels(df: pd.DataFrame) -> pd.Series:
     records name the sweep's memory too)."""
     if "memory" not in df:
         return df["strategy"]
-    used = df["memory_provenance"].notna() if "memory_provenance" in df else df["strategy"] != "none"
+    used = df["memory_provenance"].notna() if "memory_provenance" in df else df["strategy"] != BASELINE
     tags = {m: _consolidation_tag(m) for m in df.loc[used, "memory"].dropna().unique()}
     tag = df["memory"].where(used).map(tags)
     return df["strategy"].where(tag.isna(), df["strategy"].astype(str) + " [" + tag.astype(str) + "]")

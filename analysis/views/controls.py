@@ -25,8 +25,8 @@ import pandas as pd
 
 from analysis import fmt
 from analysis.statistics import stats
-from analysis.statistics.metrics import CELL, EXCLUDED, key_of, on_common_pairs, per_task_means, task_success, valid, \
-    with_assembly, with_tokens
+from analysis.statistics.metrics import BASELINE, CELL, EXCLUDED, key_of, on_common_pairs, per_task_means, \
+    task_success, valid, with_assembly, with_tokens
 from analysis.views.pulls import pull_rate
 
 COLUMN = "control_arm"  # harness/row.py
@@ -126,12 +126,12 @@ def decomposition(cell: pd.DataFrame, found: dict[str, str], n_boot: int = stats
         else:
             effects.append(_effect("content", ref, s, cells, n_boot))
             out += _length_match(s, ref, *on_common_pairs(cells[s], cells[ref]))
-        if "none" in cells:
-            effects.append(_effect("length", s, "none", cells, n_boot))
+        if BASELINE in cells:
+            effects.append(_effect("length", s, BASELINE, cells, n_boot))
     for s in (s for s, a in here.items() if a == PROTOCOL or a.startswith(f"{PROTOCOL}:")):
         design = here[s].split(":", 1)[1] if ":" in here[s] else "full"  # a run before designs had frames: full's
-        if "none" in cells:
-            effects.append(_effect("instruction", s, "none", cells, n_boot))
+        if BASELINE in cells:
+            effects.append(_effect("instruction", s, BASELINE, cells, n_boot))
         matched = {a.split(":", 1)[1] for a in (here[p] for p in placebos)}
         if design != "full" or matched - {design}:
             out.append(f"instruction: `{s}` delivers {design}'s frame" + (

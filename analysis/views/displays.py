@@ -9,6 +9,7 @@ from analysis import fmt
 from analysis.runs.corruption import corruption_column
 from analysis.runs.costs import usd
 from analysis.statistics.verdict import Verdict
+from analysis.statistics.metrics import BASELINE
 
 SHORT = {"context_overflow": "ctx", "user_simulator": "user"}  # the rest print as their label
 
@@ -27,7 +28,7 @@ def strategies_display(summary: pd.DataFrame) -> pd.DataFrame:
             row["SGC"] = fmt.pct_ci(r["sgc"], r["sgc_lo"], r["sgc_hi"], sign="")
             row["scenarios"] = scenarios_cell(r)
         row.update({"Δ vs none": _delta(r), "tokens/task": fmt.kilo(r["tokens/task"]),
-                    "Δtokens": "-" if r["strategy"] == "none" else fmt.signed_pct(r["Δtokens_%"]),
+                    "Δtokens": "-" if r["strategy"] == BASELINE else fmt.signed_pct(r["Δtokens_%"]),
                     "prompt/task": fmt.kilo(r["prompt_tokens/task"]),
                     "cached/task": fmt.kilo(r["cached_tokens/task"]),
                     "cache write/task": fmt.kilo(r.get("cache_write_tokens/task")),
@@ -151,7 +152,7 @@ def with_assembly(shown: pd.DataFrame, source: pd.DataFrame) -> pd.DataFrame:
 
 
 def _delta(r: pd.Series, short: bool = False) -> str:
-    if r["strategy"] == "none" or fmt.missing(r["Δsuccess_pts"]):
+    if r["strategy"] == BASELINE or fmt.missing(r["Δsuccess_pts"]):
         return "-"
     verdict = r.get("verdict")  # analysis.statistics.verdict: the one rule the harm list and the A/A band read too
     flag = verdict.flag(short) if isinstance(verdict, Verdict) else ""

@@ -104,9 +104,12 @@ def load_trajectories(run_dir: Path) -> tuple[list[tuple[str, Trajectory]], dict
     if not records:
         raise BuildError(f"no records in {run_dir}: nothing to learn from")
     for r in records:
-        if r.get("split") != TRAIN or r.get("strategy") != "none":
+        # what the record says was delivered, whatever its strategy is called: no memory text, no memory tool call
+        delivered = r.get("memory_tokens") or r.get("memory_tool_calls")
+        if r.get("split") != TRAIN or delivered:
             raise BuildError(f"{run_dir}: record {r.get('task_id')} has split={r.get('split')} "
-                             f"strategy={r.get('strategy')}; memory is learned only from train runs without memory")
+                             f"strategy={r.get('strategy')} memory_tokens={r.get('memory_tokens')}; "
+                             "memory is learned only from train runs without memory")
     jobs = yaml.safe_load((run_dir / "config.yaml").read_text())["jobs"]
     if len(jobs) != 1:
         raise BuildError(f"{run_dir}: expected one job (one model, one benchmark), found {sorted(jobs)}")
