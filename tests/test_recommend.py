@@ -86,7 +86,11 @@ def test_build_cost_from_build_json_ace_history_and_online_history(tmp_path):
     job = "tau2_retail/test/m/ace_online"
     online = run / "memory" / build_cost._slug(job) / "history.jsonl"
     online.parent.mkdir(parents=True)
-    online.write_text(json.dumps({"usage": {"reflector": {"prompt_tokens": 7, "completion_tokens": 3}}}) + "\n")
+    online.write_text(json.dumps({"update": 1, "stream": 0, "usage": {"reflector": {"prompt_tokens": 7,
+                                                                            "completion_tokens": 3}}}) + "\n")
+    trimmed = run / "memory" / build_cost._slug("tau2_retail/test/m/ace") / "history.jsonl"
+    trimmed.parent.mkdir(parents=True)  # an offline playbook trimmed at load: no stream learned, no build cost here
+    trimmed.write_text(json.dumps({"update": 0, "event": "load", "bullets": 3, "dropped": ["a"]}) + "\n")
     sample = tmp_path / "sample.jsonl"
     sample.write_text('{"_meta": {"kind": "sample"}}\n')
 
@@ -100,6 +104,7 @@ def test_build_cost_from_build_json_ace_history_and_online_history(tmp_path):
         assert build_cost.build_cost(label, None, str(run), job)["build_tokens"] == 10
         assert build_cost.build_cost(label, None, str(run), job, billed_per_episode=True)["build_tokens"] == 0
     assert pd.isna(build_cost.build_cost("full", str(sample))["build_tokens"])  # unknown is never 0
+    assert build_cost.build_cost("ace", str(playbook), str(run), "tau2_retail/test/m/ace")["build_tokens"] == 275
 
     rows = [{"benchmark": "b", "split": "test", "model": "m", "strategy": s, "task_id": str(t), "trial": 0,
              "success": True, "error": None, "run": "r", "prompt_tokens": 100, "completion_tokens": 0,

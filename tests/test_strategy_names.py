@@ -17,9 +17,7 @@ OUTSIDE = ("harness", "analysis", "bench")
 DEBT = {
     "harness/checks.py": {"ace"},
     "analysis/runs/deliveries.py": {"core_retrieval"},
-    "analysis/runs/build_cost.py": {"ace_online"},
     "analysis/runs/load.py": {"ace", "ace_online"},
-    "analysis/planning/power_world.py": {"full"},
     "analysis/views/controls.py": {"full"},
     "harness/memory/build.py": {"none"},  # not a strategy: consolidation mode "none" (a false alarm, kept)
     "harness/memory/ace_adapt.py": {"none"},  # not a strategy: its --dedup value "none" (a false alarm, kept)

@@ -5,6 +5,8 @@ first LIMIT tasks. analysis.power is the pilot's version."""
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
 import pandas as pd
 
@@ -22,6 +24,13 @@ def simulated_variance(p_a: dict[str, float], p_b: dict[str, float], trials: int
     return Variance(len(diffs), trials, float(diffs.mean()), tau2, within)
 
 
+# the arms the simulated world's power is predicted for: every guideline, and ALTK-Evolve's core (support >= 3)
+ARMS: dict[str, Callable[[list[Any]], list[Any]]] = {
+    "full": lambda guidelines: guidelines,
+    "core": lambda guidelines: [g for g in guidelines if g.support >= 3],
+}
+
+
 def simulated_ps(profile: str, artifact: str, limit: int) -> dict[str, dict[str, float]]:
     """strategy (none, full, core) -> task id -> planted p, for the artifact's first `limit` tasks."""
     from harness.scripted import simulated_world as world
@@ -30,15 +39,14 @@ def simulated_ps(profile: str, artifact: str, limit: int) -> dict[str, dict[str,
     prof, w = world.profile(profile), world.load_world(artifact)  # WorldError before anything else
     guidelines, meta = load_memory(artifact)
     tasks = meta["simulated"]["tasks"][:limit]
-    blocks = {"none": "", "full": render_guidelines(guidelines),
-              "core": render_guidelines([g for g in guidelines if g.support >= 3])}
+    blocks = {BASELINE: "", **{arm: render_guidelines(keep(guidelines)) for arm, keep in ARMS.items()}}
     return {s: {t: world.expected_p(prof, w, t, b) for t in tasks} for s, b in blocks.items()}
 
 
 def simulated_table(profile: str, artifact: str, limit: int, trials: int, delta_pts: float) -> pd.DataFrame:
     ps = simulated_ps(profile, artifact, limit)
     rows = []
-    for strategy in ("full", "core"):
+    for strategy in ARMS:
         v = simulated_variance(ps[strategy], ps[BASELINE], trials)
         rows.append({"model": f"memdeliv-simulated/{profile}", "strategy": strategy, "tasks": v.n,
                      "trials": trials, **pair_row(v, delta_pts), "predicted_power": v.power()})

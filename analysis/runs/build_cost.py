@@ -27,7 +27,6 @@ import numpy as np
 import pandas as pd
 
 from analysis.runs.identity import artifact_meta
-from analysis.runs.load import family
 from analysis.statistics.metrics import BASELINE, GROUP, with_assembly
 
 COLUMNS = ["build_tokens", "build_cost_usd", "build_source"]
@@ -58,19 +57,28 @@ def _history(path: Path) -> tuple[float, float]:
     return _usage_sum(usages) if usages else (0.0, 0.0)
 
 
+def _streams_learned(history: Path) -> bool:
+    """The run's memory history holds a learning stream's updates (rows with `stream`), not only an offline
+    playbook's trim at load."""
+    if not history.is_file():
+        return False
+    lines = history.read_text(encoding="utf-8").splitlines()
+    return any(line.strip() and "stream" in json.loads(line) for line in lines)
+
+
 def build_cost(strategy: str, memory: str | None, run_dir: str | None = None, job: str | None = None,
                billed_per_episode: bool = False) -> dict:
     """{build_tokens, build_cost_usd, build_source} for one job."""
     if strategy == BASELINE:
         return {"build_tokens": 0.0, "build_cost_usd": 0.0, "build_source": "none: no memory"}
-    online = family(strategy) == "ace_online"  # whatever analysis.runs.load's label adds: `(GT)`, `[IN-SAMPLE]`, ...
-    if online and billed_per_episode:  # never counted twice
-        return {"build_tokens": 0.0, "build_cost_usd": 0.0, "build_source": "learning billed per episode"}
-    if online and run_dir and job:
-        history = Path(run_dir) / "memory" / _slug(job) / "history.jsonl"
-        if history.is_file():
-            tokens, cost = _history(history)
-            return {"build_tokens": tokens, "build_cost_usd": cost, "build_source": str(history)}
+    # a job that learned online keeps its learning history in the run (ACE's Reflector/Curator calls), whatever
+    # the strategy is called; its memory artifact, if any, is only where it started
+    history = Path(run_dir) / "memory" / _slug(job) / "history.jsonl" if run_dir and job else None
+    if history is not None and _streams_learned(history):
+        if billed_per_episode:  # never counted twice
+            return {"build_tokens": 0.0, "build_cost_usd": 0.0, "build_source": "learning billed per episode"}
+        tokens, cost = _history(history)
+        return {"build_tokens": tokens, "build_cost_usd": cost, "build_source": str(history)}
     if not memory:
         return {"build_tokens": np.nan, "build_cost_usd": np.nan, "build_source": "no memory artifact recorded"}
     path = Path(memory)
