@@ -1,7 +1,8 @@
 """The one model client of a strategy's own roles (ACE's Reflector and Curator, a ranker, the zoo's judges,
 extractors, curators and inducers): the run's model with its served kwargs and `model.api_key_env`, the provider
-retried with the harness's backoff (tenacity: attempts, doubling wait, the provider's Retry-After), each answered
-call reported by role with its tokens and price (strategies.prices.report_usage -> the episode's ledger).
+retried by the harness's one retry loop (foundation.retry_after.Retried: attempts, doubling wait, the provider's
+Retry-After), each answered call reported by role with its tokens and price (strategies.prices.report_usage -> the
+episode's ledger).
 
 The harness builds it from the run's model settings and hands it to a strategy in `StrategyContext.client`; its
 `classify` is the harness's own reading of a provider error (harness/serving/provider_errors.kind_of), so a role's
@@ -16,9 +17,7 @@ import os
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Mapping, Optional, Self
 
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
-
-from foundation.retry_after import retry_wait_s
+from foundation.retry_after import Retried
 from foundation.plugins import PluginRegistry
 from strategies.prices import report_usage, usage_counts
 
@@ -111,20 +110,14 @@ class RoleClient:
             if served_in_process(self.model):
                 _PROVIDERS.load(self.model.split("/", 1)[0]).install()
             call = litellm.completion
-        retrying = Retrying(stop=stop_after_attempt(self.max_retries + 1), wait=self._wait, reraise=True,
-                            retry=retry_if_exception(lambda exc: self.classify(exc) == RETRY))
+        retried = Retried(lambda exc: self.classify(exc) == RETRY, self.max_retries, self.retry_backoff_s)
         try:
-            response = retrying(call, model=self.model, messages=messages, **kwargs)
+            response = retried(call, model=self.model, messages=messages, **kwargs)
         except Exception as exc:
-            attempts = retrying.statistics.get("attempt_number", 1)
             failed = RoleProviderUnusable if self.classify(exc) == STOP else RoleCallFailed
-            raise failed(role, self.model, exc, attempts) from None
+            raise failed(role, self.model, exc, retried.attempts) from None
         report_usage(role, self.model, usage_counts(response))  # spent even when the answer proves unusable
-        return response, retrying.statistics.get("attempt_number", 1) - 1
-
-    def _wait(self, state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome is not None else None
-        return retry_wait_s(exc, self.retry_backoff_s, state.attempt_number - 1)
+        return response, retried.attempts - 1
 
 
 def content(response: Any) -> Optional[str]:

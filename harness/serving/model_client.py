@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import litellm
 
-from foundation.retry_after import MAX_RETRY_WAIT_S, retry_wait_s
+from foundation.retry_after import MAX_RETRY_WAIT_S, Retried
 from harness.serving import provider_errors
 from harness.serving.faults import (MAX_RETRIES, RETRY_BACKOFF_S, ContextOverflow, InfraError, ProviderFault,
                                     ProviderUnusable, RequestRejected)
@@ -100,48 +100,64 @@ class ModelClient:
             extra["tool_choice"] = "auto"
         if self.metadata is not None:
             extra["metadata"] = self.metadata
-        attempt, never_connected = 0, 0
         stats = _stats.get() or ProviderStats()
-        while True:
+        endpoints: list[str | None] = []  # per failed attempt: the endpoint it never reached (None: it connected)
+        started = time.perf_counter()
+
+        def attempt() -> Any:
+            nonlocal started
             started = time.perf_counter()
-            try:
-                # max_retries=0: the SDK under LiteLLM would retry on its own, unseen and uncounted; we retry here
-                response = litellm.completion(model=self.model, messages=messages,
-                                              **{"max_retries": 0, **self.kwargs}, **extra)
-                if not getattr(response, "choices", None):
-                    raise ProviderFault(f"{self.model}: the provider returned an empty choice list")
-            except Exception as exc:
-                kind = provider_errors.RETRY if isinstance(exc, ProviderFault) else provider_errors.kind_of(exc)
-                if kind is None:  # not a provider error (e.g. a scripted model's own bug): labelled by the caller
-                    raise
-                if kind == provider_errors.OVERFLOW:
-                    raise ContextOverflow(f"{self.model}: context window exceeded: {_short(exc)}") from exc
-                if kind == provider_errors.REJECTED:
-                    raise RequestRejected(f"{self.model}: request rejected: {type(exc).__name__}: "
-                                          f"{_short(exc)}") from exc
-                if kind == provider_errors.STOP:
-                    raise ProviderUnusable(f"{self.model}: {provider_errors.stop_reason(exc)}: "
-                                           f"{type(exc).__name__}: {_short(exc, 200)}") from exc
-                if kind == provider_errors.INFRA:
-                    raise InfraError(f"{self.model}: {type(exc).__name__}: {_short(exc)}") from exc
-                endpoint = provider_errors.unreachable_endpoint(exc, self.kwargs.get("api_base"))
-                never_connected += endpoint is not None
-                if attempt >= self.max_retries:
-                    stats.gave_up += 1
-                    where = ""
-                    if never_connected == attempt + 1:  # not one attempt reached the provider
-                        stats.unreachable = endpoint
-                        where = f"cannot reach {endpoint}: "
-                    raise InfraError(f"{self.model}: {where}{type(exc).__name__} after {attempt + 1} attempts: "
-                                     f"{_short(exc)}") from exc
-                wait = retry_wait_s(exc, self.retry_backoff_s, attempt, self.max_retry_wait_s)
-                stats.retried += 1
-                stats.waited_s += wait
-                time.sleep(wait)
-                attempt += 1
-                continue
-            stats.recovered += attempt > 0
-            return _to_completion(response, self.model, time.perf_counter() - started)
+            # max_retries=0: the SDK under LiteLLM would retry on its own, unseen and uncounted; we retry here
+            response = litellm.completion(model=self.model, messages=messages,
+                                          **{"max_retries": 0, **self.kwargs}, **extra)
+            if not getattr(response, "choices", None):
+                raise ProviderFault(f"{self.model}: the provider returned an empty choice list")
+            return response
+
+        def waited(exc: BaseException, seconds: float) -> None:
+            endpoints.append(provider_errors.unreachable_endpoint(exc, self.kwargs.get("api_base")))
+            stats.retried += 1
+            stats.waited_s += seconds
+
+        retried = Retried(lambda exc: _kind(exc) == provider_errors.RETRY, self.max_retries, self.retry_backoff_s,
+                          self.max_retry_wait_s, on_wait=waited)
+        try:
+            response = retried(attempt)
+        except Exception as exc:
+            failure = self._failure(exc, retried.attempts, endpoints, stats)
+            if failure is exc:
+                raise
+            raise failure from exc
+        stats.recovered += retried.attempts > 1
+        return _to_completion(response, self.model, time.perf_counter() - started)
+
+    def _failure(self, exc: Exception, attempts: int, endpoints: list[str | None],
+                 stats: ProviderStats) -> BaseException:
+        """The error a call ends in, by kind: as is when it is not a provider error (a scripted model's own bug,
+        labelled by the caller), else the harness's own exception for it."""
+        kind = _kind(exc)
+        if kind is None:
+            return exc
+        if kind == provider_errors.OVERFLOW:
+            return ContextOverflow(f"{self.model}: context window exceeded: {_short(exc)}")
+        if kind == provider_errors.REJECTED:
+            return RequestRejected(f"{self.model}: request rejected: {type(exc).__name__}: {_short(exc)}")
+        if kind == provider_errors.STOP:
+            return ProviderUnusable(f"{self.model}: {provider_errors.stop_reason(exc)}: "
+                                    f"{type(exc).__name__}: {_short(exc, 200)}")
+        if kind == provider_errors.INFRA:
+            return InfraError(f"{self.model}: {type(exc).__name__}: {_short(exc)}")
+        stats.gave_up += 1  # retried until the attempts ran out
+        endpoint = provider_errors.unreachable_endpoint(exc, self.kwargs.get("api_base"))
+        where = ""
+        if endpoint is not None and all(e is not None for e in endpoints):  # not one attempt reached the provider
+            stats.unreachable = endpoint
+            where = f"cannot reach {endpoint}: "
+        return InfraError(f"{self.model}: {where}{type(exc).__name__} after {attempts} attempts: {_short(exc)}")
+
+
+def _kind(exc: BaseException) -> str | None:
+    return provider_errors.RETRY if isinstance(exc, ProviderFault) else provider_errors.kind_of(exc)
 
 
 def _to_completion(response: Any, model: str, latency: float) -> Completion:
