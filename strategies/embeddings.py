@@ -24,8 +24,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from foundation.atomic import write_bytes_atomic
+from foundation.retry_after import Retried
 from strategies.base import Embedder
 from strategies.prices import report_usage, usage_counts
+from strategies.role_client import RETRY, litellm_kind
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 MINILM_ALIASES = {"minilm", "all-minilm-l6-v2", MINILM.lower()}
@@ -108,9 +110,11 @@ def shared_minilm() -> MiniLMEmbedder:
 class LiteLLMEmbedder:
     """Any embedding model LiteLLM can reach (`litellm.embedding`); vectors are normalised here."""
 
-    def __init__(self, model: str, batch_size: int = 128, **kwargs: Any):
+    def __init__(self, model: str, batch_size: int = 128, max_retries: int = 3, retry_backoff_s: float = 2.0,
+                 **kwargs: Any):
         self.name = model
         self.batch_size = batch_size
+        self.max_retries, self.retry_backoff_s = max_retries, retry_backoff_s  # as a strategy role's calls
         self.kwargs = kwargs  # api_base, api_key, dimensions, ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -119,7 +123,10 @@ class LiteLLMEmbedder:
         texts = list(texts)
         rows: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
-            response = litellm.embedding(model=self.name, input=texts[start:start + self.batch_size], **self.kwargs)
+            # a provider's transient error is retried by the one retry loop, as a role's call (role_client.py)
+            retried = Retried(lambda exc: litellm_kind(exc) == RETRY, self.max_retries, self.retry_backoff_s)
+            response: Any = retried(litellm.embedding, model=self.name, input=texts[start:start + self.batch_size],
+                               **{"max_retries": 0, **self.kwargs})
             # a paid call: counted in the episode that made it (a query at delivery), as every strategy call is
             report_usage("embedder", self.name, usage_counts(response))
             data = sorted(response.data, key=lambda d: d["index"])

@@ -60,8 +60,35 @@ def test_litellm_embedder_orders_batches_and_normalises(monkeypatch):
     emb = make_embedder("litellm:openai/text-embedding-3-small", cache_dir=None, batch_size=2, api_base="http://x")
     assert isinstance(emb, LiteLLMEmbedder)
     vecs = emb.embed(["a", "bb", "ccc"])
-    assert [s[1] for s in seen] == [["a", "bb"], ["ccc"]] and seen[0][2] == {"api_base": "http://x"}
+    # the SDK's own retries are off (max_retries=0): the harness's retry loop retries, seen and counted
+    assert [s[1] for s in seen] == [["a", "bb"], ["ccc"]] and seen[0][2] == {"max_retries": 0, "api_base": "http://x"}
     assert np.allclose(vecs, [[1, 0], [1, 0], [1, 0]])
+
+
+def test_a_paid_embedders_rate_limit_is_retried_and_a_bad_key_is_not(monkeypatch):
+    import litellm
+
+    calls = []
+
+    def limited(model, input, **kwargs):  # FAKE provider: 429 twice, then vectors
+        calls.append(model)
+        if len(calls) <= 2:
+            raise litellm.exceptions.RateLimitError("slow down", llm_provider="openai", model=model)
+        return SimpleNamespace(data=[{"index": i, "embedding": [1.0, 0.0]} for i in range(len(input))])
+
+    monkeypatch.setattr(litellm, "embedding", limited)
+    emb = LiteLLMEmbedder("openai/text-embedding-3-small", retry_backoff_s=0.0)
+    assert emb.embed(["a"]).shape == (1, 2) and len(calls) == 3
+
+    def bad_key(model, input, **kwargs):
+        calls.append(model)
+        raise litellm.exceptions.AuthenticationError("bad key", llm_provider="openai", model=model)
+
+    calls.clear()
+    monkeypatch.setattr(litellm, "embedding", bad_key)
+    with pytest.raises(litellm.exceptions.AuthenticationError):
+        emb.embed(["a"])
+    assert len(calls) == 1
 
 
 def test_unknown_spec_is_a_clear_error():
