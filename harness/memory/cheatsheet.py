@@ -64,7 +64,8 @@ def build(run_dir: Path, out: Path, model: str | None = None) -> dict[str, Any]:
 
 
 def said(summary: dict[str, Any]) -> str:
-    lines = ", ".join(f"{variant} {n} lines" for variant, n in summary["cheatsheet_lines"].items())
+    counts = summary["cheatsheet_lines"].items()
+    lines = ", ".join(f"{variant} {n} line{'' if n == 1 else 's'}" for variant, n in counts)
     return (f"memdeliv: {summary['trajectories']} train episodes -> cheatsheets ({lines}) -> {summary['artifact']}  "
             f"(CHEATSHEET={summary['artifact']})")
 
