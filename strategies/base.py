@@ -200,8 +200,6 @@ class StrategyBase:
       which is what a class that has the hook and declares no names gets);
     - `validate_options(options)`: checks values, raises ValueError (exit 2 before anything is written);
     - `uses_memory`: False for a strategy that ignores `memory=` (its rows carry no provenance label);
-    - `memory_entry_only`: True for one that reads only its own `memory_by_strategy` entry, never `memory=` (an
-      online design that starts empty unless handed its train artifact);
     - `uses_ground_truth(options)`: whether, so configured, it learns from labels (withheld otherwise);
     - `learns_online_with(options)`: whether, so configured, it learns online (`benchmark.orders`, `make plan`);
     - `check_memory(path)`: refuses (ValueError) an artifact it cannot start from (exit 2 before anything runs);
@@ -215,7 +213,7 @@ class StrategyBase:
     trial_streams: ClassVar[bool] = False
     known_options: ClassVar[Optional[tuple[str, ...]]] = ()
     uses_memory: ClassVar[bool] = True
-    memory_entry_only: ClassVar[bool] = False
+    memory_entry_only: ClassVar[bool] = False  # True: reads its memory_by_strategy entry only, never `memory=`
     frame: ClassVar[Optional[Frame]] = None  # a design that delivers text: its tag, header, instruction
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

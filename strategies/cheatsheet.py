@@ -128,20 +128,9 @@ class Cheatsheet(StrategyBase):
         CheatsheetOptions.from_options(options)
 
     @classmethod
-    def check_memory(cls, path: Optional[str]) -> None:
-        from strategies.cheatsheet_artifact import load_start_state
-
-        load_start_state(path, VARIANTS[0])
-
-    @classmethod
     def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
-        from strategies.cheatsheet_artifact import load_start_state
-
-        start = load_start_state(memory, str(options.get("variant", VARIANTS[0])))
-        text = start["cheatsheet"] if start else EMPTY_CHEATSHEET
-        what = "the train cheatsheet" if start else "the (empty) cheatsheet"
-        return PlanEstimate(float(count(delivered(text).text)), f"{what} it starts from (it grows online; its curator "
-                            "calls are not in this estimate)", {"dc_curator": 1.0})
+        return PlanEstimate(float(count(delivered(EMPTY_CHEATSHEET).text)), "the (empty) cheatsheet it starts from "
+                            "(it grows online; its curator calls are not in this estimate)", {"dc_curator": 1.0})
 
 
 def delivered(text: str, frame: Frame = FRAME) -> Delivery:

@@ -15,13 +15,14 @@ test time from the agent's own episodes, without labels, as the reference does.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from strategies.base import Gold, Rerun, Trajectory
-from strategies.cheatsheet import Cheatsheet, CheatsheetOptions, extract_cheatsheet
+from strategies.cheatsheet import VARIANTS, Cheatsheet, CheatsheetOptions, delivered, extract_cheatsheet
 from strategies.cheatsheet_artifact import load_start_state
 from strategies.dc_retrieval_synthesis import RetrievalSynthesisCheatsheet
 from strategies.extraction import render_trajectory
+from strategies.plan_block import PlanEstimate
 from strategies.reasoning_bank_prompts import query_of
 from strategies.registry import StrategyContext
 from strategies.role_llm import RoleLLM
@@ -62,6 +63,18 @@ class DynamicCheatsheet(Cheatsheet):
         with self._lock:
             self.cheatsheet = new
         return {"dc_cheatsheet_kept": new == old}
+
+    @classmethod
+    def check_memory(cls, path: Optional[str]) -> None:
+        load_start_state(path, VARIANTS[0])
+
+    @classmethod
+    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
+        start = load_start_state(memory, str(options.get("variant", VARIANTS[0])))
+        if start is None:
+            return super().plan_estimate(memory, count, options)
+        return PlanEstimate(float(count(delivered(start["cheatsheet"]).text)), "the train cheatsheet it starts from "
+                            "(it grows online; its curator calls are not in this estimate)", {"dc_curator": 1.0})
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> Cheatsheet:

@@ -93,6 +93,13 @@ def test_dynamic_cheatsheet_starts_both_variants_from_the_train_cheatsheet(train
     assert empty.record_facts(None) == {"learner_start": "empty"} and "(empty)" in empty.deliver(*view).text
 
 
+def test_make_plan_sizes_the_block_each_learner_starts_from(train_artifacts):
+    for learner in ("dynamic_cheatsheet", "awm_online"):
+        cls = strategies.strategy_class(learner)
+        started = cls.plan_estimate(str(train_artifacts[learner]), len, {})
+        assert started.block_tokens > cls.plan_estimate(None, len, {}).block_tokens and "train" in started.note
+
+
 def test_awm_online_keeps_its_train_workflows_and_grows_after_them():
     start = (strategies.Guideline(id="awm-1", text="Train workflow: x -> y"),)
     awm = AwmOnline(start=start, llm=RoleLLM("scripted/x", completion=Scripted()))
