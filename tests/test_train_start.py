@@ -141,3 +141,16 @@ def test_the_train_artifact_is_refused_on_the_tasks_it_learned_from(tmp_path, ca
                              "benchmark.split=train", "benchmark.limit=2",
                              f"+memory_by_strategy.awm_online={train_artifacts['awm_online']}", runs_dir=tmp_path)
     assert code == 2 and "in-sample" in err
+
+
+def test_a_placebo_matched_to_an_online_design_matches_its_train_start(train_artifacts):
+    """docs/controls.md: the placebo's copy of the design never learns and matches its starting block."""
+    view = (TaskView("tau2_retail", "9", "return an item"), StepView(0))
+    ctx = StrategyContext(options={"match": "awm_online"}, memory_path=str(train_artifacts["awm_online"]),
+                          model="memdeliv-scripted/oracle")
+    design = strategies.create("awm_online", ctx).deliver(*view)
+    placebo = strategies.create("placebo", ctx).deliver(*view)
+    assert design.text and placebo.text and placebo.text != design.text
+    workflows = len(load_memory(train_artifacts["awm_online"])[0])
+    assert placebo.text.count("- [p") == design.text.count("- [awm-") == len(design.guidelines) == workflows
+    assert strategies.create("placebo", StrategyContext(options={"match": "awm_online"})).deliver(*view).text == ""
