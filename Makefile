@@ -31,19 +31,27 @@ MEMNAME     ?= $(BENCH)__$(subst /,_,$(MODEL))
 EXPERIENCES ?= runs/memory/$(MEMNAME)/experiences.jsonl
 comma := ,
 # Where an online learner starts (docs/strategies.md "Where an online learner starts"): START=empty (default) gives
-# every online design no memory, as their papers do; START=train starts reasoning_bank from `make reasoning-bank`'s
-# bank (REASONING_BANK=), and is refused for a learner that has no train artifact to start from.
+# every online design no memory, as their papers do; START=train starts each online design of STRATEGIES from its
+# train artifact, built first when missing: reasoning_bank from `make reasoning-bank`'s bank (REASONING_BANK=),
+# awm_online from `make awm`'s workflows (AWM=), dynamic_cheatsheet from `make cheatsheet`'s (CHEATSHEET=)
 START ?= empty
 REASONING_BANK ?= runs/memory/$(MEMNAME)/reasoning_bank/bank.jsonl
 AWM ?= runs/memory/$(MEMNAME)/awm/workflows.jsonl
-NO_TRAIN_START = $(filter dynamic_cheatsheet awm_online,$(subst $(comma), ,$(STRATEGIES)))
+CHEATSHEET ?= runs/memory/$(MEMNAME)/dynamic_cheatsheet/cheatsheet.jsonl
 $(if $(filter-out empty train,$(START)),$(error START=$(START): use START=empty or START=train))
-$(if $(and $(filter train,$(START)),$(NO_TRAIN_START)),$(error START=train: $(NO_TRAIN_START) has no train artifact \
-	to start from; run it with START=empty, as its paper does))
+# each online design's train artifact, as <strategy>=<path>; START=train hands those in STRATEGIES theirs
+TRAIN_STARTS = reasoning_bank=$(REASONING_BANK) awm_online=$(AWM) dynamic_cheatsheet=$(CHEATSHEET)
+STARTED = $(if $(filter train,$(START)),$(filter $(addsuffix =%,$(subst $(comma), ,$(STRATEGIES))),$(TRAIN_STARTS)))
+# a missing one is built first where it is named, by its builder (the targets reasoning-bank, awm, cheatsheet)
+BUILDER_reasoning_bank = reasoning_bank
+BUILDER_awm_online = workflows
+BUILDER_dynamic_cheatsheet = cheatsheet
+build_start = $(PY) -m harness.memory.$(BUILDER_$(firstword $(subst =, ,$(1)))) --name $(MEMNAME) \
+	--out $(lastword $(subst =, ,$(1))) -- $(MEMORY_ARGS)
 EXPERIENCE_ARGS = $(foreach s,$(filter exp_rag long_context,$(subst $(comma), ,$(STRATEGIES))),\
 	+memory_by_strategy.$(s)=$(EXPERIENCES)) \
-	$(if $(filter reasoning_bank,$(subst $(comma), ,$(STRATEGIES))),\
-	+memory_by_strategy.reasoning_bank=$(if $(filter train,$(START)),$(REASONING_BANK),null)) \
+	$(if $(and $(filter reasoning_bank,$(subst $(comma), ,$(STRATEGIES))),$(filter empty,$(START))),\
+	+memory_by_strategy.reasoning_bank=null) $(addprefix +memory_by_strategy.,$(STARTED)) \
 	$(if $(filter awm,$(subst $(comma), ,$(STRATEGIES))),+memory_by_strategy.awm=$(AWM))
 RUNS        ?= runs/$(RUN)
 # what the analysis targets read: RUNS=, or runs/$(RUN) when RUN= is given; neither given, nothing (the command
@@ -81,7 +89,7 @@ MEMORY_ARGS = $(MODEL_ARGS) benchmark=$(BENCH) \
 # The targets a user runs start their recipe lines with @: make does not echo their long command lines (the
 # commands print what they do); setup, lint, test and lock echo theirs.
 .PHONY: setup lint test test-quick sweep selfcheck table tables report view export-tau2 import-tau2 bench bench-retrieval bench-scale clean-venv memory ace lock \
-	appworld-data tau2-data simulated-memory experiences reasoning-bank awm power recommend plan corrupt aa
+	appworld-data tau2-data simulated-memory experiences reasoning-bank awm cheatsheet power recommend plan corrupt aa
 
 # `make setup` builds its parts concurrently (a sub-make with -j$(SETUP_JOBS)): the main venv's installs,
 # AppWorld's venv and apt's chromium wait on the network and the disk beside the llama-cpp-python compile, which
@@ -175,7 +183,7 @@ test-quick: setup
 	$(PY) -m pytest -q -n auto --maxprocesses 4 -m "not slow"
 
 sweep: setup
-	@$(PY) -m $(if $(filter decided,$(UNTIL)),harness.waves,harness.run -m) $(SWEEP_ARGS)
+	@$(foreach s,$(STARTED),$(if $(wildcard $(lastword $(subst =, ,$(s)))),,$(call build_start,$(s)) && ))$(PY) -m $(if $(filter decided,$(UNTIL)),harness.waves,harness.run -m) $(SWEEP_ARGS)
 	@echo
 	@$(PY) -m analysis.table runs/$(RUN) $(if $(WIDE),--wide) --short-legend
 	@echo "run directory: runs/$(RUN)"
@@ -199,6 +207,10 @@ reasoning-bank: setup
 awm: setup
 	@$(PY) -m harness.memory.workflows --name $(MEMNAME) $(if $(DEMONSTRATIONS),--demonstrations $(DEMONSTRATIONS)) \
 		-- $(MEMORY_ARGS)
+
+# dynamic_cheatsheet's train artifact: a `none` run on train (as `make memory`), each variant's curator over it in order
+cheatsheet: setup
+	@$(PY) -m harness.memory.cheatsheet --name $(MEMNAME) -- $(MEMORY_ARGS)
 
 # The SIMULATED world (docs/simulated-world.md): planted guideline relevance for model=simulated, no key needed
 simulated-memory: setup

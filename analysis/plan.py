@@ -34,7 +34,7 @@ import pandas as pd
 from analysis import fmt, power
 from analysis.statistics.metrics import BASELINE, INFRA, valid
 from harness.row import RESULTS, latest_per_episode, read_rows  # the row and its one reader (plain definitions)
-from strategies.registry import memory_owner
+from strategies.registry import job_memory
 from strategies.prices import Price, fmt_usd, price_of
 from analysis.planning import sequential_plan
 from analysis.planning.plan_estimate import (EXTRACT_PER_TASK, PRIOR_BAND, Episode, PlanError, base_name,
@@ -102,8 +102,7 @@ def plan(facts: dict[str, Any], strategies: list[str], trials: int, pilot: Optio
     cells, recorded = [], recorded_episodes(run_dir, facts)
     for strategy in strategies:
         table = facts.get("memory_by_strategy") or {}
-        owner = memory_owner(strategy, facts.get("strategy_options") or {}, table)  # as JobSettings.job_memory
-        own = table[owner] if owner in table else memory  # a null entry is none
+        own = job_memory(strategy, facts.get("strategy_options") or {}, table, memory)  # as JobSettings.job_memory
         block, note = memory_block_tokens(strategy, own, m["name"], facts.get("strategy_options") or {})
         if pilot is not None:
             episode = pilot_episode(pilot, strategy, memory, block, facts)

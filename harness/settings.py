@@ -171,13 +171,11 @@ class JobSettings:
     def job_memory(self) -> Optional[str]:
         """The memory artifact of this job: `memory_by_strategy[<strategy>]` when given (null: none, so an online
         learner starts empty whatever `memory` is), else `memory`; a control arm reads its reference's entry
-        (`memory_of`: placebo's `match`) when it has none of its own."""
-        from strategies.registry import memory_owner
+        (`memory_of`: placebo's `match`) when it has none of its own; a design that reads its entry only
+        (`memory_entry_only`: dynamic_cheatsheet, awm_online) gets none without one."""
+        from strategies.registry import job_memory
 
-        owner = memory_owner(self.strategy.name, self.strategy_options(), self.memory_by_strategy)
-        if owner in self.memory_by_strategy:
-            return self.memory_by_strategy[owner] or None
-        return self.memory
+        return job_memory(self.strategy.name, self.strategy_options(), self.memory_by_strategy, self.memory)
 
     def strategy_options(self) -> dict[str, Any]:
         """The strategy's options as plain values, secrets read from this process's environment."""

@@ -1,7 +1,9 @@
 """`awm_online`: Agent Workflow Memory, online (Wang et al. 2024, arXiv 2409.07429; zorazrw/agent-workflow-memory
 webarena/pipeline.py, autoeval/, induce_prompt.py).
 
-Each trial stream starts with no workflows. After each of its episodes the model judges the episode from the
+Each trial stream starts with no workflows, as the reference's online run does, or, handed the offline awm's
+train workflows (`make awm`) as `memory_by_strategy.awm_online`, with those: they stay, and the stream's induced
+workflows are delivered after them. After each of its episodes the model judges the episode from the
 trajectory alone (the reference's `--criteria autoeval` default: no ground truth); then, after EVERY task as the
 reference's pipeline.py runs induce_prompt.py after each one (once the stream has a judged success), the
 workflows are induced again from every episode of the stream judged successful so far and replace the old ones
@@ -15,7 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
-from strategies.awm import FRAME, INSTRUCTION, induction_prompt, parse_workflows, render_workflows
+from strategies.awm import FRAME, INSTRUCTION, KIND, induction_prompt, parse_workflows, render_workflows
 from strategies.base import (Delivery, Gold, Guideline, Rerun, StepView, StrategyBase, TaskView, Trajectory,
                              learner_start)
 from strategies.stream_data import guideline_data, guidelines_of, other_stream
@@ -26,6 +28,7 @@ from strategies.plan_block import PlanEstimate
 from strategies.reasoning_bank_prompts import JUDGE_SYSTEM, parse_status, user_turn
 from strategies.reasoning_bank import JUDGE_TEMPERATURE
 from strategies.registry import StrategyContext
+from strategies.start_artifact import load_start
 from strategies.role_llm import RoleLLM
 
 ONLINE_TEMPERATURE, ONLINE_MAX_TOKENS = 1.0, 2048  # webarena/induce_prompt.py llm_generate
@@ -36,9 +39,10 @@ class AwmOnline(StrategyBase):
     name: str = "awm_online"
     known_options = ("model", "budget_tokens", "frame")
     frame = FRAME  # awm's
-    uses_memory = False  # starts from no workflows and learns online: memory= is not read
+    memory_entry_only = True  # memory= is not read: no workflows unless memory_by_strategy.awm_online names them
     trial_streams = True
     learns_online: bool = True
+    start: tuple[Guideline, ...] = ()  # the train workflows it starts from (none: the reference's empty start)
     llm: Optional[RoleLLM] = None
     count_tokens: Optional[Callable[[str], int]] = field(default=None, repr=False)
     stream_trial: int = 0  # the trial whose stream this is (0: the job's strategy, which holds the others)
@@ -55,7 +59,8 @@ class AwmOnline(StrategyBase):
     def _fit(self) -> Delivery:
         assert self.count_tokens is not None
         frame = self.delivered_frame(self.options) or FRAME
-        return fit_budget(self.workflows, [0] * len(self.workflows),
+        shown = (*self.start, *self.workflows)
+        return fit_budget(shown, [0] * len(shown),
                           lambda kept, note: render_workflows(kept, note, frame), self.count_tokens,
                           budget_option(self.name, self.options), noun="workflows")
 
@@ -82,12 +87,12 @@ class AwmOnline(StrategyBase):
             self._solved = solved
             if found:  # an answer with no workflow keeps the ones there are
                 self.workflows = tuple(Guideline(id=f"awm-{i}", text=w, support=len(sources), source_task_ids=sources)
-                                       for i, w in enumerate(found, start=1))
+                                       for i, w in enumerate(found, start=len(self.start) + 1))
                 self._delivery = self._fit()
             return {"awm_judged_success": success, "awm_workflows": len(self.workflows)}
 
     def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
-        return learner_start(False)  # every stream from no workflows: it reads no artifact
+        return learner_start(bool(self.start))
 
     def stream_state(self, trial: int) -> dict[str, Any]:
         stream = self.for_trial(trial)
@@ -104,9 +109,9 @@ class AwmOnline(StrategyBase):
     def for_trial(self, trial: int) -> "AwmOnline":
         if trial == 0:
             return self
-        with self._lock:  # each trial its own stream from no workflows
+        with self._lock:  # each trial its own stream from the same start
             if trial not in self._streams:
-                self._streams[trial] = AwmOnline(options=dict(self.options), llm=self.llm,
+                self._streams[trial] = AwmOnline(options=dict(self.options), start=self.start, llm=self.llm,
                                                  count_tokens=self.count_tokens, stream_trial=trial)
             return self._streams[trial]
 
@@ -122,12 +127,22 @@ class AwmOnline(StrategyBase):
         frame_option(cls.name, options)
 
     @classmethod
+    def check_memory(cls, path: Optional[str]) -> None:
+        load_start(path, KIND, cls.name, "make awm")
+
+    @classmethod
     def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
+        start, _ = load_start(memory, KIND, cls.name, "make awm")
+        if start:
+            return PlanEstimate(float(count(render_workflows(start))), "the train workflows it starts from (it grows "
+                                "online; its judge and induction calls are not in this estimate)",
+                                {"awm_judge": 1.0, "awm_induction": 1.0})
         return PlanEstimate(0.0, "no workflows at first (they are induced online; its judge and induction calls are "
                             "not in this estimate)", {"awm_judge": 1.0, "awm_induction": 1.0})
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "AwmOnline":
         model = ctx.options.get("model")
-        return cls(options=dict(ctx.options), count_tokens=token_counter(ctx.model),
+        start, _ = load_start(ctx.memory_path, KIND, cls.name, "make awm")
+        return cls(options=dict(ctx.options), start=tuple(start), count_tokens=token_counter(ctx.model),
                    llm=RoleLLM.role(ctx.run_client(), model))

@@ -213,6 +213,7 @@ class StrategyBase:
     trial_streams: ClassVar[bool] = False
     known_options: ClassVar[Optional[tuple[str, ...]]] = ()
     uses_memory: ClassVar[bool] = True
+    memory_entry_only: ClassVar[bool] = False  # True: reads its memory_by_strategy entry only, never `memory=`
     frame: ClassVar[Optional[Frame]] = None  # a design that delivers text: its tag, header, instruction
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

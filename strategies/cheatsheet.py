@@ -61,12 +61,13 @@ class Cheatsheet(StrategyBase):
 
     name: str = "dynamic_cheatsheet"
     known_options = tuple(f.name for f in fields(CheatsheetOptions))
-    uses_memory = False  # starts from "(empty)" and learns online: memory= is not read
+    memory_entry_only = True  # memory= is not read: "(empty)" unless memory_by_strategy.dynamic_cheatsheet is given
     trial_streams = True
     frame = FRAME
     learns_online: bool = True
     llm: Optional[RoleLLM] = None
     cheatsheet: str = EMPTY_CHEATSHEET
+    start: Optional[dict[str, Any]] = None  # the train artifact's state every stream starts from (None: "(empty)")
     stream_trial: int = 0  # the trial whose stream this is (0: the job's strategy, which holds the others)
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
     _streams: dict[int, "Cheatsheet"] = field(init=False, repr=False, default_factory=dict)
@@ -80,14 +81,21 @@ class Cheatsheet(StrategyBase):
         return delivered(text, chosen(self.frame, self.options))
 
     def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
-        return learner_start(False)  # every stream from "(empty)": it reads no artifact
+        return learner_start(self.start is not None)
 
     def curator(self) -> RoleLLM:
         assert self.llm is not None, "dynamic_cheatsheet learns only when built with a model (create)"
         return self.llm.with_kwargs(temperature=self.opts.temperature, max_tokens=self.opts.max_tokens)
 
     def new_stream(self) -> "Cheatsheet":
-        return type(self)(options=dict(self.options), llm=self.llm)
+        return type(self)(options=dict(self.options), llm=self.llm, start=self.start)
+
+    def started(self) -> "Cheatsheet":
+        """This stream at its start: the train artifact's state when it was given one."""
+        if self.start is not None:
+            with self._lock:
+                self.set_state_data(self.start)
+        return self
 
     def stream_state(self, trial: int) -> dict[str, Any]:
         stream = self.for_trial(trial)
@@ -109,9 +117,9 @@ class Cheatsheet(StrategyBase):
     def for_trial(self, trial: int) -> "Cheatsheet":
         if trial == 0:
             return self
-        with self._lock:  # each trial its own stream from "(empty)"
+        with self._lock:  # each trial its own stream from the same start
             if trial not in self._streams:
-                self._streams[trial] = self.new_stream()
+                self._streams[trial] = self.new_stream().started()
                 self._streams[trial].stream_trial = trial
             return self._streams[trial]
 

@@ -26,6 +26,7 @@ class LegacyFactory:
         self.known_options: Optional[tuple[str, ...]] = tuple(declared) if declared is not None else \
             (None if hook is not None else ())
         self.uses_memory = bool(getattr(obj, "uses_memory", True))
+        self.memory_entry_only = bool(getattr(obj, "memory_entry_only", False))
         self._validate, self._ground_truth = hook, getattr(obj, "uses_ground_truth", None)
         self._create = getattr(obj, "create", None) or obj
 

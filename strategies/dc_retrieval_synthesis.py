@@ -134,4 +134,5 @@ class RetrievalSynthesisCheatsheet(Cheatsheet):
         self._lost = {str(x) for x in state.get("lost", ())}
 
     def new_stream(self) -> Cheatsheet:
-        return RetrievalSynthesisCheatsheet(options=dict(self.options), llm=self.llm, embedder=self.embedder)
+        return RetrievalSynthesisCheatsheet(options=dict(self.options), llm=self.llm, embedder=self.embedder,
+                                            start=self.start)

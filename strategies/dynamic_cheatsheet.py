@@ -6,19 +6,23 @@ One cheatsheet, starting as "(empty)", is in the agent's prompt at every step; a
 curator (the run's model, temperature 0, max_tokens 2 x 2048 as the reference's curator call) reads the task, what
 the agent did and the current cheatsheet, judges the solution's correctness itself (no ground truth), and rewrites
 the whole cheatsheet between `<cheatsheet>` tags; an answer without the tags keeps the old one (the reference's
-extract_cheatsheet). Each trial is its own stream from "(empty)" (as ace_online). It learns at test time from the
-agent's own episodes, without labels, as the reference does; it reads no memory artifact.
+extract_cheatsheet). Each trial is its own stream from "(empty)" (as ace_online), or, handed the train artifact of
+`make cheatsheet` (harness/memory/cheatsheet.py) as `memory_by_strategy.dynamic_cheatsheet`, from the cheatsheet
+(and for retrieval_synthesis the past episodes) the variant's stream reached over the train episodes. It learns at
+test time from the agent's own episodes, without labels, as the reference does.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from strategies.base import Gold, Rerun, Trajectory
-from strategies.cheatsheet import Cheatsheet, CheatsheetOptions, extract_cheatsheet
+from strategies.cheatsheet import VARIANTS, Cheatsheet, CheatsheetOptions, delivered, extract_cheatsheet
+from strategies.cheatsheet_artifact import load_start_state
 from strategies.dc_retrieval_synthesis import RetrievalSynthesisCheatsheet
 from strategies.extraction import render_trajectory
+from strategies.plan_block import PlanEstimate
 from strategies.reasoning_bank_prompts import query_of
 from strategies.registry import StrategyContext
 from strategies.role_llm import RoleLLM
@@ -61,8 +65,20 @@ class DynamicCheatsheet(Cheatsheet):
         return {"dc_cheatsheet_kept": new == old}
 
     @classmethod
+    def check_memory(cls, path: Optional[str]) -> None:
+        load_start_state(path, VARIANTS[0])
+
+    @classmethod
+    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
+        start = load_start_state(memory, str(options.get("variant", VARIANTS[0])))
+        if start is None:
+            return super().plan_estimate(memory, count, options)
+        return PlanEstimate(float(count(delivered(start["cheatsheet"]).text)), "the train cheatsheet it starts from "
+                            "(it grows online; its curator calls are not in this estimate)", {"dc_curator": 1.0})
+
+    @classmethod
     def create(cls, ctx: StrategyContext) -> Cheatsheet:
         opts = CheatsheetOptions.from_options(ctx.options)
         llm = RoleLLM.role(ctx.run_client(), opts.model)
         made = RetrievalSynthesisCheatsheet if opts.variant == "retrieval_synthesis" else cls
-        return made(options=dict(ctx.options), llm=llm)
+        return made(options=dict(ctx.options), llm=llm, start=load_start_state(ctx.memory_path, opts.variant)).started()

@@ -91,6 +91,19 @@ def memory_owner(name: str, options: Mapping[str, Any], table: Mapping[str, Any]
         return name
 
 
+def job_memory(name: str, options: Mapping[str, Any], table: Mapping[str, Any], memory: str | None) -> str | None:
+    """The artifact a job of strategy `name` reads: its owner's `memory_by_strategy` entry when given (null: none),
+    else `memory`, unless the owner reads its entry only (`memory_entry_only`: then none)."""
+    owner = memory_owner(name, options, table)
+    if owner in table:
+        return table[owner] or None
+    try:
+        entry_only = bool(strategy_class(owner).memory_entry_only)
+    except (UnknownStrategy, ValueError, TypeError, AttributeError):  # an unknown name is refused by the checks
+        entry_only = False
+    return None if entry_only else memory
+
+
 def validate_options(name: str, options: dict[str, Any], sweep: Iterable[str] = ()) -> None:
     """Unknown names are rejected from `known_options`, then the strategy's `validate_options(options)` checks
     values (raise ValueError/TypeError). The CLI calls this for every job before anything is written (exit 2).

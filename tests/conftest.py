@@ -41,7 +41,8 @@ SLOW_FILES = (
     "test_readme_quickstart.py", "test_reasoning_bank.py", "test_refusals.py", "test_report_browser.py",
     "test_robustness.py", "test_secret_echo.py", "test_secrets.py", "test_selfcheck.py", "test_simulated_draw.py",
     "test_simulated_world.py", "test_stop_reasons.py", "test_strategy_options.py", "test_sweep_passk.py",
-    "test_tau2_fresh_db.py", "test_tau2_results_files.py", "test_tau2_task_sets.py", "test_unreachable_provider.py",
+    "test_tau2_fresh_db.py", "test_tau2_results_files.py", "test_tau2_task_sets.py", "test_train_start.py",
+    "test_unreachable_provider.py",
     "test_viewer.py", "test_viewer_browser.py",
 )
 SLOW_TESTS = (

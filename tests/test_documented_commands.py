@@ -96,20 +96,23 @@ def _corrupted_series(world: str) -> str:
     return str(out)
 
 
-_BUILT = ("/experiences.jsonl", "/workflows.jsonl")
+_BUILT = ("/experiences.jsonl", "/workflows.jsonl", "/dynamic_cheatsheet/cheatsheet.jsonl")
 _BANK = "reasoning_bank/bank.jsonl"
 
 
 def _built(world: str, value: str) -> str:
     """A one-item artifact of the kind `value` names (strategies/experiences.py, strategies/awm.py,
-    strategies/reasoning_bank.py)."""
+    strategies/reasoning_bank.py; `make cheatsheet`'s: strategies/cheatsheet_artifact.py)."""
     from strategies import Guideline, save_memory
+    from strategies.cheatsheet_artifact import KIND, artifact_rows
 
     kind = next(k for end, k in (("/experiences.jsonl", "experiences"), ("/workflows.jsonl", "workflows"),
-                                 (_BANK, "reasoning_bank")) if value.endswith(end))
+                                 (_BANK, "reasoning_bank"), ("/cheatsheet.jsonl", KIND)) if value.endswith(end))
     out = Path(world).parent / f"{kind}.jsonl"
-    save_memory(out, [Guideline(id="x-0", text="Task: return an item | Actions: get_order()",
-                                source_task_text="return an item")], {"kind": kind})
+    rows = artifact_rows(dict.fromkeys(("cumulative", "retrieval_synthesis"), "- [dc-1] x (count: 1)"),
+                         [("0", "return an item", "get_order()")]) if kind == KIND else \
+        [Guideline(id="x-0", text="Task: return an item | Actions: get_order()", source_task_text="return an item")]
+    save_memory(out, rows, {"kind": kind})
     return str(out)
 
 

@@ -28,7 +28,7 @@ def test_defaults_are_the_references_and_the_config_says_the_same():
     assert (opts.temperature, opts.max_tokens, EMPTY_CHEATSHEET) == (0.0, 4096, "(empty)")
     cfg = yaml.safe_load((REPO / "configs" / "strategy" / "dynamic_cheatsheet.yaml").read_text())
     assert cfg["options"] == {k: getattr(opts, k) for k in cfg["options"]}
-    assert "dynamic_cheatsheet" in strategies.available() and not DynamicCheatsheet.uses_memory
+    assert "dynamic_cheatsheet" in strategies.available() and DynamicCheatsheet.memory_entry_only
     assert not DynamicCheatsheet.uses_ground_truth({})  # the curator judges correctness itself
     assert extract_cheatsheet("no tags here", "old") == "old"
     # the FIRST tag pair, as utils/extractor.py's extract_cheatsheet (a single regex search) takes it
@@ -83,7 +83,7 @@ def test_retrieval_synthesis_defaults_are_the_references():
     assert (opts.top_k, opts.temperature, opts.max_tokens, CheatsheetOptions().variant) == (3, 0.0, 4096, "cumulative")
     made = DynamicCheatsheet.create(StrategyContext(options={"variant": "retrieval_synthesis", "embed_cache": None},
                                                     model="scripted/x"))
-    assert type(made).__name__ == "RetrievalSynthesisCheatsheet" and made.learns_online and not made.uses_memory
+    assert type(made).__name__ == "RetrievalSynthesisCheatsheet" and made.learns_online and made.memory_entry_only
     with pytest.raises(ValueError, match="variant in"):
         CheatsheetOptions.from_options({"variant": "retrieval"})
 

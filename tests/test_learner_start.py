@@ -1,6 +1,6 @@
 """Where an online learner starts (docs/strategies.md): `make sweep` starts every online design empty, as their
-papers do (START=empty, the default), START=train starts reasoning_bank from its train bank and refuses a learner
-with no train artifact, and each learner's row says which (`learner_start`)."""
+papers do (START=empty, the default), START=train starts each from its train artifact (built first when missing),
+and each learner's row says which (`learner_start`); tests/test_train_start.py runs both starts."""
 
 from __future__ import annotations
 
@@ -19,13 +19,23 @@ def make_n(*args: str) -> subprocess.CompletedProcess:
                           cwd=REPO, capture_output=True, text=True, timeout=60)
 
 
-def test_make_sweep_starts_every_learner_empty_and_start_train_from_the_train_bank_alike():
+def test_make_sweep_starts_every_learner_empty_and_start_train_from_its_train_artifact_alike(tmp_path):
     default = make_n(f"STRATEGIES={LEARNERS}", "LIMIT=10")
     assert default.returncode == 0 and "+memory_by_strategy.reasoning_bank=null" in default.stdout
-    trained = make_n("STRATEGIES=reasoning_bank", "START=train", "REASONING_BANK=runs/bank.jsonl")
-    assert trained.returncode == 0 and "+memory_by_strategy.reasoning_bank=runs/bank.jsonl" in trained.stdout
-    refused = make_n(f"STRATEGIES={LEARNERS}", "START=train")  # not all alike: refused, one line
-    assert refused.returncode == 2 and "dynamic_cheatsheet awm_online has no train artifact" in refused.stderr
+    assert "memory_by_strategy.awm_online" not in default.stdout and "harness.memory" not in default.stdout
+    built = {"REASONING_BANK": tmp_path / "bank.jsonl", "AWM": tmp_path / "wf.jsonl", "CHEATSHEET": tmp_path / "cs.jsonl"}
+    built["AWM"].write_text("")
+    trained = make_n(f"STRATEGIES={LEARNERS}", "LIMIT=10", "START=train", *[f"{k}={v}" for k, v in built.items()])
+    assert trained.returncode == 0 and "memory_by_strategy.reasoning_bank=null" not in trained.stdout
+    for strategy, var in (("reasoning_bank", "REASONING_BANK"), ("awm_online", "AWM"), ("dynamic_cheatsheet",
+                                                                                       "CHEATSHEET")):
+        assert f"+memory_by_strategy.{strategy}={built[var]}" in trained.stdout
+    # a missing artifact is built first where it is named; one that is there is used as it is
+    assert f"harness.memory.reasoning_bank --name tau2_retail__simulated --out {built['REASONING_BANK']}" in trained.stdout
+    assert f"harness.memory.cheatsheet --name tau2_retail__simulated --out {built['CHEATSHEET']}" in trained.stdout
+    assert "harness.memory.workflows" not in trained.stdout
+    only = make_n("STRATEGIES=none,awm_online", "START=train", f"AWM={built['AWM']}")  # only the learners it runs
+    assert "memory_by_strategy.reasoning_bank" not in only.stdout and "memory_by_strategy.dynamic" not in only.stdout
     assert make_n("START=bank").returncode == 2
 
 

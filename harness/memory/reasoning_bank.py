@@ -14,37 +14,33 @@ The model is the run's (a scripted or simulated run: the SCRIPTED designs model)
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from foundation.terminal import wrap
-from harness.memory.build import TRAIN, BuildError, collect, load_trajectories, split_argv
+from harness.memory.build import TRAIN, load_trajectories
+from harness.memory.design_llm import design_llm, priced_usage
+from harness.memory.design_main import builder_main
 from harness.store import now_iso
 from strategies import save_memory
-from strategies.prices import price_of
 from strategies.reasoning_bank import JUDGES, KIND, BankOptions, distil
-from strategies.role_llm import SCRIPTED_DESIGNS, RoleLLM, role_model
+from strategies.role_llm import SCRIPTED_DESIGNS
 
 
 def build(run_dir: Path, out: Path, model: str | None = None, judge: str = "self") -> dict[str, Any]:
     trajectories, config, notes = load_trajectories(run_dir)
-    name = role_model(model, config["model"]["name"])
-    llm = RoleLLM(name, dict(config["model"].get("kwargs") or {}) if name == config["model"]["name"] else {})
+    llm = design_llm(config, model)
+    name = llm.model
     opts = BankOptions(judge=judge)
     items, judged = [], 0
     for key, trajectory in trajectories:
         success, found = distil(trajectory, key, llm, opts)
         judged += success
         items += found
-    price = price_of(name)
-    usage = {**llm.usage, "cost_usd": None if price is None else price.cost(llm.usage["prompt_tokens"],
-                                                                          llm.usage["completion_tokens"])}
+    usage = priced_usage(llm)
     scripted = name == SCRIPTED_DESIGNS
     meta = {"kind": KIND, "note": ("items written by the SCRIPTED designs model from templates: a pipeline demo, "
                                    "NOT learned") if scripted else "distilled from train trajectories, judged by "
@@ -60,29 +56,18 @@ def build(run_dir: Path, out: Path, model: str | None = None, judge: str = "self
     return summary
 
 
+def said(summary: dict[str, Any]) -> str:
+    return (f"memdeliv: {summary['trajectories']} train episodes ({summary['judged_success']} judged successful) -> "
+            f"{summary['items']} memory items -> {summary['artifact']}  (REASONING_BANK={summary['artifact']})")
+
+
 def main(argv: list[str] | None = None) -> int:
-    ours, overrides = split_argv(argv)
-    parser = argparse.ArgumentParser(prog="python -m harness.memory.reasoning_bank", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--name", required=True, help="collection run = runs/memory/NAME")
-    parser.add_argument("--model", help="LiteLLM model for the judge and the extractor (default: the run's)")
-    parser.add_argument("--judge", choices=JUDGES, default="self", help="self: the model's verdict (reference)")
-    parser.add_argument("--no-collect", action="store_true", help="use the stored run as it is")
-    parser.add_argument("--runs-dir", default="runs")
-    parser.add_argument("--out", help="artifact path (default runs/memory/NAME/reasoning_bank/bank.jsonl)")
-    args = parser.parse_args(ours)
-    run_dir = Path(args.runs_dir) / "memory" / args.name
-    out = Path(args.out) if args.out else run_dir / "reasoning_bank" / "bank.jsonl"
-    try:
-        if not args.no_collect:
-            collect(args.name, overrides, args.runs_dir)
-        summary = build(run_dir, out, args.model, args.judge)
-    except BuildError as exc:
-        print(f"memdeliv: reasoning_bank: {exc}", file=sys.stderr)
-        return 2
-    print(wrap(f"memdeliv: {summary['trajectories']} train episodes ({summary['judged_success']} judged successful) -> "
-               f"{summary['items']} memory items -> {summary['artifact']}  (REASONING_BANK={summary['artifact']})"))
-    return 0
+    return builder_main(argv, prog="python -m harness.memory.reasoning_bank", doc=__doc__, design="reasoning_bank",
+                        default_out=Path("reasoning_bank") / "bank.jsonl",
+                        model_help="LiteLLM model for the judge and the extractor (default: the run's)",
+                        extra=lambda parser: parser.add_argument("--judge", choices=JUDGES, default="self",
+                                                                 help="self: the model's verdict (reference)"),
+                        build=lambda run_dir, out, args: said(build(run_dir, out, args.model, args.judge)))
 
 
 if __name__ == "__main__":

@@ -20,24 +20,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from foundation.terminal import wrap
 from harness import benchmarks
 from harness.config import snapshot_section
-from harness.memory.build import TRAIN, BuildError, collect, load_trajectories, split_argv
+from harness.memory.build import TRAIN, BuildError, load_trajectories
+from harness.memory.design_llm import design_llm, priced_usage
+from harness.memory.design_main import builder_main
 from harness.settings import BenchmarkSettings
 from harness.store import now_iso
 from strategies import Guideline, Trajectory, save_memory
 from strategies.awm import INSTRUCTION, KIND, MAX_TOKENS, TEMPERATURE, induction_prompt, parse_workflows
 from strategies.experiences import condense
-from strategies.prices import price_of
 from strategies.reasoning_bank_prompts import query_of
-from strategies.role_llm import SCRIPTED_DESIGNS, RoleLLM, role_model
+from strategies.role_llm import SCRIPTED_DESIGNS
 
 
 DEMONSTRATIONS = ("gold", "successes")
@@ -74,16 +73,13 @@ def build(run_dir: Path, out: Path, model: str | None = None, demonstrations: st
         shown = [(t.task.task_id, condense(t)) for _, t in trajectories if t.success]
     if not shown:
         raise BuildError(f"{run_dir}: no successful train episode to induce workflows from")
-    name = role_model(model, config["model"]["name"])
-    llm = RoleLLM(name, {**(config["model"].get("kwargs") or {} if name == config["model"]["name"] else {}),
-                         "temperature": TEMPERATURE, "max_tokens": MAX_TOKENS})
+    llm = design_llm(config, model, temperature=TEMPERATURE, max_tokens=MAX_TOKENS)
+    name = llm.model
     workflows = parse_workflows(llm.ask(INSTRUCTION, induction_prompt([line for _, line in shown]), "awm_induction"))
     sources = tuple(dict.fromkeys(task_id for task_id, _ in shown))
     items = [Guideline(id=f"awm-{i}", text=w, support=len(sources), source_task_ids=sources)
              for i, w in enumerate(workflows, start=1)]
-    price = price_of(name)
-    usage = {**llm.usage, "cost_usd": None if price is None else price.cost(llm.usage["prompt_tokens"],
-                                                                          llm.usage["completion_tokens"])}
+    usage = priced_usage(llm)
     source = "gold demonstrations" if demonstrations == "gold" else "successful episodes"
     meta = {"kind": KIND, "note": ("workflows written by the SCRIPTED designs model from templates: a pipeline "
                                    "demo, NOT learned") if name == SCRIPTED_DESIGNS else
@@ -100,33 +96,24 @@ def build(run_dir: Path, out: Path, model: str | None = None, demonstrations: st
     return summary
 
 
-def main(argv: list[str] | None = None) -> int:
-    ours, overrides = split_argv(argv)
-    parser = argparse.ArgumentParser(prog="python -m harness.memory.workflows", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--name", required=True, help="collection run = runs/memory/NAME")
-    parser.add_argument("--model", help="LiteLLM model for the induction (default: the run's)")
+def said(summary: dict[str, Any]) -> str:
+    shown = (f"{summary['shown']} gold train demonstrations" if summary["demonstrations"] == "gold" else
+             f"{summary['successful']} of {summary['trajectories']} train episodes successful")
+    return (f"memdeliv: {shown} -> {summary['workflows']} workflows -> {summary['artifact']}  "
+            f"(AWM={summary['artifact']})")
+
+
+def add_demonstrations(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--demonstrations", choices=DEMONSTRATIONS, default="gold",
                         help="gold: the train tasks' gold actions (the reference's annotated demonstrations; default); "
                              "successes: the agent's own successful train episodes")
-    parser.add_argument("--no-collect", action="store_true", help="use the stored run as it is")
-    parser.add_argument("--runs-dir", default="runs")
-    parser.add_argument("--out", help="artifact path (default runs/memory/NAME/awm/workflows.jsonl)")
-    args = parser.parse_args(ours)
-    run_dir = Path(args.runs_dir) / "memory" / args.name
-    try:
-        if not args.no_collect:
-            collect(args.name, overrides, args.runs_dir)
-        summary = build(run_dir, Path(args.out) if args.out else run_dir / "awm" / "workflows.jsonl", args.model,
-                        args.demonstrations)
-    except BuildError as exc:
-        print(f"memdeliv: awm: {exc}", file=sys.stderr)
-        return 2
-    shown = (f"{summary['shown']} gold train demonstrations" if summary["demonstrations"] == "gold" else
-             f"{summary['successful']} of {summary['trajectories']} train episodes successful")
-    print(wrap(f"memdeliv: {shown} -> {summary['workflows']} workflows -> {summary['artifact']}  "
-               f"(AWM={summary['artifact']})"))
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return builder_main(argv, prog="python -m harness.memory.workflows", doc=__doc__, design="awm",
+                        default_out=Path("awm") / "workflows.jsonl", extra=add_demonstrations,
+                        model_help="LiteLLM model for the induction (default: the run's)",
+                        build=lambda run_dir, out, args: said(build(run_dir, out, args.model, args.demonstrations)))
 
 
 if __name__ == "__main__":
