@@ -1,5 +1,5 @@
 """The provider's Retry-After, read off an error's response, and the one wait before a retry built on it: the agent's
-client (harness/serving/model_client.py) and a strategy's roles (strategies/role_client.py) wait the doubling
+client (harness/serving/model_client.py) and a strategy's roles (memory_kit/role_client.py) wait the doubling
 backoff or the provider's Retry-After, whichever is longer, capped."""
 
 from __future__ import annotations

@@ -101,9 +101,10 @@ _BANK = "reasoning_bank/bank.jsonl"
 
 
 def _built(world: str, value: str) -> str:
-    """A one-item artifact of the kind `value` names (strategies/experiences.py, strategies/awm.py,
-    strategies/reasoning_bank.py)."""
-    from strategies import Guideline, save_memory
+    """A one-item artifact of the kind `value` names (memory_kit/experiences.py, strategies/awm/strategy.py,
+    strategies/reasoning_bank/strategy.py)."""
+    from strategies import Guideline
+    from memory_kit.memory_file import save_memory
 
     kind = next(k for end, k in (("/experiences.jsonl", "experiences"), ("/workflows.jsonl", "workflows"),
                                  (_BANK, "reasoning_bank")) if value.endswith(end))

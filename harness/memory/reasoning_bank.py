@@ -1,5 +1,5 @@
 """`python -m harness.memory.reasoning_bank --name NAME [options] -- RUN OVERRIDES` (`make reasoning-bank`): the
-offline ReasoningBank of strategy `reasoning_bank`, learned from train (strategies/reasoning_bank.py).
+offline ReasoningBank of strategy `reasoning_bank`, learned from train (strategies/reasoning_bank/strategy.py).
 
 1. collect: the agent with strategy `none` on the TRAIN split (harness/memory/build.py's collection, the run
    runs/memory/NAME, resumable; `--no-collect` uses the stored run);
@@ -26,10 +26,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from foundation.terminal import wrap
 from harness.memory.build import TRAIN, BuildError, collect, load_trajectories, split_argv
 from harness.store import now_iso
-from strategies import save_memory
-from strategies.prices import price_of
-from strategies.reasoning_bank import JUDGES, KIND, BankOptions, distil
-from strategies.role_llm import SCRIPTED_DESIGNS, RoleLLM, role_model
+from memory_kit.memory_file import save_memory
+from memory_kit.prices import price_of
+from strategies.reasoning_bank.strategy import JUDGES, KIND, BankOptions, distil
+from memory_kit.role_llm import SCRIPTED_DESIGNS, RoleLLM, role_model
 
 
 def build(run_dir: Path, out: Path, model: str | None = None, judge: str = "self") -> dict[str, Any]:

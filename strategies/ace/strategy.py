@@ -23,13 +23,13 @@ from typing import Any, Callable
 from strategies.ace.adapt import AceSettings
 from strategies.ace.llm import JSON_MODES
 from strategies.ace.playbook import CITE_LINE, HEADER, Playbook, learned_with_labels
-from strategies.memory_file import read_playbook_or_guidelines
+from memory_kit.memory_file import read_playbook_or_guidelines
 from strategies.plan_block import NO_ARTIFACT, PlanEstimate, artifact_items
 from strategies.ace.pruning import enforce_budget
 from strategies.ace.pruning import drop_order
 from strategies.ace.roles import cited_steps
 from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory
-from strategies.budget import budget_option, fit_budget, token_counter
+from memory_kit.budget import budget_option, fit_budget, token_counter
 from strategies.frame import Frame
 from strategies.options import check_types
 from strategies.registry import StrategyContext
