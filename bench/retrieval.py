@@ -34,7 +34,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from strategies import Guideline, render_guidelines
-from strategies.core_retrieval.strategy import GuidelineIndex, SelectionOptions
+from memory_kit.selection import GuidelineIndex, SelectionOptions
 from memory_kit.vector_search import blas_default_threads, blas_limit, blas_threads_for
 
 TARGET_P95_MS = {10_000: 2.0, 1_000_000: 5.0}

@@ -13,7 +13,7 @@ memory-token count and the simulated world read); Evo-Memory keeps the whole tra
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from strategies.base import first_user_text
 from strategies import Guideline, Trajectory
@@ -89,3 +89,15 @@ def render_experiences(items: Sequence[Guideline], note: str = "", with_outcome:
         outcome = f"Outcome: {g.rationale} | " if with_outcome and g.rationale else ""
         lines.append(f"- [{g.id}] {outcome}{g.text}")
     return frame.wrap(lines + ([note] if note else []))
+
+
+def load_experiences(path: Optional[str], strategy: str) -> list[Guideline]:
+    """The job's experiences artifact (memory_by_strategy.<strategy>, else memory=), refused if another kind."""
+    from memory_kit.memory_file import load_memory
+
+    if not path:
+        raise ValueError(f"strategy {strategy!r} needs an experiences artifact: build one with `make experiences` "
+                         f"and pass +memory_by_strategy.{strategy}=<path> (EXPERIENCES= in make)")
+    items, meta = load_memory(path)
+    check_kind(meta, path, strategy)
+    return items

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from strategies import Guideline, Trajectory
+from strategies.base import first_user_text
 from memory_kit.llm_json import TextLLM, ask_json
 
 MAX_FOR_FAILURE = 3
@@ -130,3 +131,8 @@ def extract(traj: Trajectory, llm: TextLLM, source: str | None = None, ground_tr
 
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in str(text))
+
+
+def query_of(trajectory: Trajectory) -> str:
+    """The task as the agent saw it: the statement, else the user's first message."""
+    return trajectory.task.description or first_user_text(trajectory.messages)

@@ -61,16 +61,6 @@ def load_memory(path: str | Path) -> tuple[list[Guideline], dict[str, Any]]:
     return guidelines, meta
 
 
-def read_playbook_or_guidelines(path: str | Path) -> tuple[Any, dict[str, Any]]:
-    """An ACE playbook as is; a plain guideline artifact converted to bullets (counters zero)."""
-    from strategies.ace.playbook import KIND, Playbook, artifact_kind, load_playbook
-
-    if artifact_kind(path) == KIND:
-        return load_playbook(path)
-    guidelines, meta = load_memory(path)
-    return Playbook.from_guidelines(guidelines), {**meta, "converted_from": str(path)}
-
-
 def save_memory(path: str | Path, guidelines: Iterable[Guideline], meta: dict[str, Any] | None = None) -> None:
     """Write atomically (temp file + rename) so a crash never leaves half an artifact."""
     path = Path(path)

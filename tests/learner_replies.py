@@ -12,7 +12,8 @@ from strategies.ace.roles import REFLECTOR_SYSTEM
 from strategies.awm.strategy import INSTRUCTION
 from strategies.dynamic_cheatsheet.retrieval_synthesis import RS_CURATOR_SYSTEM
 from strategies.dynamic_cheatsheet.strategy import CURATOR_SYSTEM
-from strategies.reasoning_bank.prompts import FAILURE_SYSTEM, JUDGE_SYSTEM, SUCCESS_SYSTEM
+from strategies.reasoning_bank.prompts import FAILURE_SYSTEM, SUCCESS_SYSTEM
+from memory_kit.judge import JUDGE_SYSTEM
 
 DESIGNS = {p.strip() for p in (INSTRUCTION, RS_CURATOR_SYSTEM, CURATOR_SYSTEM, FAILURE_SYSTEM, JUDGE_SYSTEM,
                                SUCCESS_SYSTEM)}

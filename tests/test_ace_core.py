@@ -14,7 +14,7 @@ from strategies.ace.deltas import apply_operations
 from strategies.ace.llm import JsonLLM, RoleError
 from strategies.ace.playbook import Bullet, load_playbook, Playbook
 from strategies.ace.pruning import deduplicate, drop_order, EmbeddingCache, enforce_budget
-from memory_kit.memory_file import read_playbook_or_guidelines
+from strategies.ace.strategy import read_playbook_or_guidelines
 from memory_kit.budget import token_counter
 from memory_kit.memory_file import MemoryFileError
 

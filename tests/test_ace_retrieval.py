@@ -18,7 +18,7 @@ from strategies.ace.playbook import Playbook
 from strategies.ace.retrieval import AceRetrieval
 from strategies import ModelCall, StepView, TaskView, Trajectory
 from strategies.base import calls_to
-from memory_kit.memory_file import read_playbook_or_guidelines
+from strategies.ace.strategy import read_playbook_or_guidelines
 
 LINE = r"^\[[a-z]+-\d{5}\] helpful=\d+ harmful=\d+ :: .+$"
 

@@ -15,7 +15,7 @@ from strategies import StepView, TaskView, Trajectory
 from strategies.awm.strategy import INSTRUCTION
 from strategies.awm import AwmOnline
 from strategies.awm.online import ONLINE_MAX_TOKENS, ONLINE_TEMPERATURE
-from strategies.reasoning_bank.prompts import JUDGE_SYSTEM
+from memory_kit.judge import JUDGE_SYSTEM
 from memory_kit.role_llm import RoleLLM
 
 

@@ -144,7 +144,7 @@ def test_guidelines_sharing_a_source_task_are_cut_in_store_order_as_altk_evolve_
 
 
 def test_the_index_breaks_ties_in_artifact_order_as_the_exact_scan_does():
-    from strategies.core_retrieval.strategy import GuidelineIndex, SelectionOptions
+    from memory_kit.selection import GuidelineIndex, SelectionOptions
 
     source = np.tile(np.array([[1.0, 0.0]], dtype=np.float32), (60, 1))  # 60 guidelines, one source task
     text = np.eye(60, dtype=np.float32)

@@ -7,7 +7,7 @@ import pytest
 
 from strategies import Guideline
 from memory_kit import vector_search
-from strategies.core_retrieval.strategy import GuidelineIndex, SelectionOptions
+from memory_kit.selection import GuidelineIndex, SelectionOptions
 from memory_kit.vector_search import faster_option
 
 

@@ -37,7 +37,7 @@ from memory_kit.memory_file import save_memory
 from strategies.awm.strategy import INSTRUCTION, KIND, MAX_TOKENS, TEMPERATURE, induction_prompt, parse_workflows
 from memory_kit.experiences import condense
 from memory_kit.prices import price_of
-from strategies.reasoning_bank.prompts import query_of
+from memory_kit.extraction import query_of
 from memory_kit.role_llm import SCRIPTED_DESIGNS, RoleLLM, role_model
 
 

@@ -26,7 +26,7 @@ from strategies.awm.strategy import INSTRUCTION as AWM_INSTRUCTION
 from strategies.awm.strategy import SUMMARY
 from strategies.dynamic_cheatsheet.retrieval_synthesis import RS_CURATOR_SYSTEM
 from strategies.dynamic_cheatsheet.strategy import CURATOR_SYSTEM
-from strategies.reasoning_bank.prompts import JUDGE_SYSTEM
+from memory_kit.judge import JUDGE_SYSTEM
 from memory_kit.role_llm import SCRIPTED_DESIGNS
 
 PROVIDER = SCRIPTED_DESIGNS.split("/", 1)[0]

@@ -15,7 +15,8 @@ from strategies.ace.pruning import EmbeddingCache
 from strategies.ace.strategy import LATEST, ONLINE_OPTIONS, RENAMED, SNAPSHOTS, AcePlaybook, check_options, now_utc
 from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory, trial_of
 from memory_kit.budget import token_counter
-from memory_kit.memory_file import learned_from, read_playbook_or_guidelines
+from memory_kit.memory_file import learned_from
+from strategies.ace.strategy import read_playbook_or_guidelines
 from strategies.plan_block import PlanEstimate, full_block
 from strategies.registry import StrategyContext
 

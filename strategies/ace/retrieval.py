@@ -31,7 +31,7 @@ from strategies.ace.playbook import Playbook, learned_with_labels
 from strategies.ace.roles import cited_steps
 from strategies.base import Delivery, Embedder, StepView, StrategyBase, TaskView, Trajectory, seen_task_text
 from memory_kit.budget import budget_option, fit_budget, token_counter
-from memory_kit.memory_file import read_playbook_or_guidelines
+from strategies.ace.strategy import read_playbook_or_guidelines
 from strategies.options import check_types
 from strategies.registry import StrategyContext
 from memory_kit.vector_search import rank_rows

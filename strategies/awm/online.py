@@ -23,8 +23,7 @@ from strategies.frame import frame_option
 from memory_kit.budget import budget_option, fit_budget, token_counter
 from memory_kit.experiences import condense
 from strategies.plan_block import PlanEstimate
-from strategies.reasoning_bank.prompts import JUDGE_SYSTEM, parse_status, user_turn
-from strategies.reasoning_bank.strategy import JUDGE_TEMPERATURE
+from memory_kit.judge import JUDGE_SYSTEM, JUDGE_TEMPERATURE, parse_status, user_turn
 from strategies.registry import StrategyContext
 from memory_kit.role_llm import RoleLLM
 

@@ -22,7 +22,7 @@ from strategies.base import Delivery, Embedder, Gold, Rerun, StepView, TaskView,
 from strategies.dynamic_cheatsheet.cheatsheet import EMPTY_CHEATSHEET, Cheatsheet, delivered, extract_cheatsheet
 from memory_kit.extraction import render_trajectory
 from strategies.frame import chosen
-from strategies.reasoning_bank.prompts import query_of
+from memory_kit.extraction import query_of
 from memory_kit.role_client import RoleCallFailed
 from memory_kit.stream_data import other_stream
 from memory_kit.vector_search import rank_rows, stable_similarity

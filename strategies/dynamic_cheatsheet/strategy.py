@@ -19,7 +19,7 @@ from strategies.base import Gold, Rerun, Trajectory
 from strategies.dynamic_cheatsheet.cheatsheet import Cheatsheet, CheatsheetOptions, extract_cheatsheet
 from strategies.dynamic_cheatsheet.retrieval_synthesis import RetrievalSynthesisCheatsheet
 from memory_kit.extraction import render_trajectory
-from strategies.reasoning_bank.prompts import query_of
+from memory_kit.extraction import query_of
 from strategies.registry import StrategyContext
 from memory_kit.role_llm import RoleLLM
 from memory_kit.stream_data import other_stream

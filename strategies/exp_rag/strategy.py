@@ -25,7 +25,7 @@ import numpy as np
 
 from strategies.base import Delivery, Embedder, Guideline, StepView, StrategyBase, TaskView, seen_task_text
 from memory_kit.budget import budget_option, fit_budget, token_counter
-from memory_kit.experiences import FRAME, check_kind, render_experiences
+from memory_kit.experiences import FRAME, load_experiences, render_experiences
 from strategies.frame import chosen, frame_option
 from strategies.options import check_types
 from strategies.plan_block import NO_ARTIFACT, PlanEstimate, artifact_items, median_window
@@ -127,15 +127,3 @@ class ExpRag(StrategyBase):
     def create(cls, ctx: StrategyContext) -> "ExpRag":
         return cls(options=dict(ctx.options), experiences=tuple(load_experiences(ctx.memory_path, "exp_rag")),
                    count_tokens=token_counter(ctx.model))
-
-
-def load_experiences(path: Optional[str], strategy: str) -> list[Guideline]:
-    """The job's experiences artifact (memory_by_strategy.<strategy>, else memory=), refused if another kind."""
-    from memory_kit.memory_file import load_memory
-
-    if not path:
-        raise ValueError(f"strategy {strategy!r} needs an experiences artifact: build one with `make experiences` "
-                         f"and pass +memory_by_strategy.{strategy}=<path> (EXPERIENCES= in make)")
-    items, meta = load_memory(path)
-    check_kind(meta, path, strategy)
-    return items

@@ -15,8 +15,7 @@ from typing import Any, Callable, Optional
 
 from strategies.base import Delivery, Guideline, StepView, StrategyBase, TaskView
 from memory_kit.budget import budget_option, fit_budget, token_counter
-from strategies.exp_rag.strategy import load_experiences
-from memory_kit.experiences import render_experiences
+from memory_kit.experiences import load_experiences, render_experiences
 from strategies.options import check_types
 from strategies.plan_block import NO_ARTIFACT, PlanEstimate, artifact_items
 from strategies.registry import StrategyContext

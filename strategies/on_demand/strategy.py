@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from strategies.base import (Delivery, Embedder, Guideline, MemoryTool, MemoryToolError, StepView, StrategyBase,
                              TaskView, render_guidelines)
-from strategies.core_retrieval.strategy import GuidelineIndex, SelectionOptions
+from memory_kit.selection import GuidelineIndex, SelectionOptions
 from strategies.registry import StrategyContext
 
 TOOL = "recall_guidelines"

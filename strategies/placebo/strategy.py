@@ -30,6 +30,7 @@ from typing import Any, Callable, Mapping, Optional
 from strategies.base import Delivery, StepView, Strategy, StrategyBase, TaskView, Trajectory
 from memory_kit.budget import token_counter
 from strategies.frame import Frame, frame_of
+from strategies.controls import check_match
 from strategies.registry import StrategyContext, available, strategy_class
 
 OWN = ("match", "length_tokens")  # placebo's own options; the rest go to its reference
@@ -174,32 +175,11 @@ class Placebo(StrategyBase):
                    frame_used=frame_of(strategy_class(match), rest), length_tokens=ctx.options.get("length_tokens"))
 
 
-def framed_designs() -> list[str]:
-    """The strategies a control arm can match: those whose class declares a frame (a plugin's too)."""
-    return [name for name in available() if name not in ("placebo", "protocol_only") and _frame_of(name) is not None]
-
-
-def _frame_of(name: str) -> Optional[Frame]:
-    try:
-        return frame_of(strategy_class(name), {})
-    except Exception:  # a plugin that fails to load declares nothing here; running it says why
-        return None
-
-
 def _known(name: str) -> Optional[tuple[str, ...]]:
     try:
         return strategy_class(name).known_options
     except Exception:
         return None
-
-
-def check_match(arm: str, options: Mapping[str, Any]) -> str:
-    """The `match` option: a design that declares its frame (default `full`), else one clear line."""
-    match = options.get("match", "full")
-    if not isinstance(match, str) or match in ("placebo", "protocol_only") or _frame_of(match) is None:
-        raise ValueError(f"strategy {arm!r}: option match must be a design that declares its frame, one of "
-                         f"{framed_designs()}; got {match!r}")
-    return match
 
 
 def split_options(options: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:

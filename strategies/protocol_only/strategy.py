@@ -13,7 +13,7 @@ from typing import Any, Mapping, Optional
 
 from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory
 from strategies.frame import Frame, chosen
-from strategies.placebo.strategy import check_match
+from strategies.controls import check_match
 from strategies.registry import StrategyContext, strategy_class
 
 CONTROL = "protocol_only"  # the row's `control_arm` (`protocol_only:<match>`): analysis/views/controls.py reads it

@@ -3,18 +3,16 @@ ReasoningBank/WebArena: prompt/instruction.py, induce_memory.py, autoeval/).
 
 The structure follows the reference (its wording is for web navigation; ours names a tool-using agent): a
 *judge* decides from the trajectory alone whether the task was accomplished (the reference's default criterion
-is its LLM autoeval, not the benchmark's reward); a success trajectory and a failure trajectory get two different
-extraction instructions (why it worked / why it failed and how to avoid it), each asking for at most 3 memory
-items in the Markdown format `# Memory Item i` / `## Title` / `## Description` / `## Content`, general rather than
-about the specific task; the user turn is `**Query:**` then `**Trajectory:**`.
+is its LLM autoeval, not the benchmark's reward: memory_kit/judge.py, which awm_online shares); a success
+trajectory and a failure trajectory get two different extraction instructions (why it worked / why it failed and
+how to avoid it), each asking for at most 3 memory items in the Markdown format `# Memory Item i` / `## Title` /
+`## Description` / `## Content`, general rather than about the specific task; the user turn (memory_kit/judge.py)
+is `**Query:**` then `**Trajectory:**`.
 """
 
 from __future__ import annotations
 
 import re
-
-from strategies.base import Trajectory, first_user_text
-from memory_kit.extraction import render_trajectory
 
 MAX_ITEMS = 3  # "at most 3 memory items" (instruction.py SUCCESSFUL_SI / FAILED_SI)
 
@@ -56,33 +54,9 @@ prevent this failure.
 
 {_FORMAT}"""
 
-JUDGE_SYSTEM = """You are an expert evaluator of tool-using customer-service agents. You are given a user query \
-and the agent's trajectory (its messages and tool calls, and what the tools returned). Decide whether the agent \
-accomplished what the user asked, following the policy it was given, judging from the trajectory alone.
-
-Answer in this format:
-Thoughts: <your reasoning>
-Status: "success" or "failure"
-"""
-
 _ITEM = re.compile(r"^#\s*Memory Item[^\n]*\n(.*?)(?=^#\s*Memory Item|\Z)", re.S | re.M | re.I)
 _FIELD = re.compile(r"^##\s*(Title|Description|Content)\s*:?\s*(.*?)(?=^##\s|\Z)", re.S | re.M | re.I)
-_STATUS = re.compile(r"status\s*:\s*\"?\s*(success|failure)", re.I)
 
-
-def query_of(trajectory: Trajectory) -> str:
-    """The task as the agent saw it: the statement, else the user's first message."""
-    return trajectory.task.description or first_user_text(trajectory.messages)
-
-
-def user_turn(trajectory: Trajectory) -> str:
-    return f"**Query:** {query_of(trajectory)}\n\n**Trajectory:**\n{render_trajectory(trajectory)}"
-
-
-def parse_status(text: str) -> bool | None:
-    """The judge's verdict: True success, False failure, None when it gave none."""
-    found = _STATUS.findall(text or "")
-    return None if not found else found[-1].lower() == "success"
 
 
 def parse_items(text: str, max_items: int = MAX_ITEMS) -> list[tuple[str, str, str]]:

@@ -32,8 +32,9 @@ from strategies.frame import Frame, frame_option
 from strategies.frame import chosen as chosen_frame
 from strategies.options import check_types
 from strategies.plan_block import NO_ARTIFACT, PlanEstimate, artifact_items, median_window
-from strategies.reasoning_bank.prompts import (FAILURE_SYSTEM, JUDGE_SYSTEM, MAX_ITEMS, SUCCESS_SYSTEM,
-                                               parse_items, parse_status, query_of, user_turn)
+from strategies.reasoning_bank.prompts import FAILURE_SYSTEM, MAX_ITEMS, SUCCESS_SYSTEM, parse_items
+from memory_kit.extraction import query_of
+from memory_kit.judge import JUDGE_SYSTEM, JUDGE_TEMPERATURE, parse_status, user_turn
 from strategies.registry import StrategyContext
 from memory_kit.role_llm import RoleLLM
 from memory_kit.stream_data import guideline_data, guidelines_of, other_stream
@@ -41,7 +42,6 @@ from memory_kit.vector_search import rank_rows, stable_similarity
 
 KIND = "reasoning_bank"
 JUDGES = ("self", "ground_truth")
-JUDGE_TEMPERATURE = 0.0  # autoeval/clients.py: every judge client calls its model at temperature 0
 HEADER = "Memory items from similar past tasks (title: description, then the insight):"
 # the agent's instruction (WebArena/agents/legacy/agent.py appends it to the system message with the items): the
 # items may help, use one when relevant, and at each step first say whether it uses each item, then act
