@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import ast
 import importlib
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
+from conftest import HUNG_S
 from strategies import StrategyBase
 from test_import_graph import arrows, import_graph
 
@@ -96,3 +99,18 @@ def test_the_kit_holds_no_strategy_and_knows_no_design_but_the_listed():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         bases = [ast.unparse(b) for n in ast.walk(tree) if isinstance(n, ast.ClassDef) for b in n.bases]
         assert "StrategyBase" not in bases, f"{path.relative_to(REPO)} defines a strategy: it belongs in strategies/"
+
+
+def test_every_kit_module_and_design_package_imports_first():
+    """Each imported first, in a fresh interpreter: the kit builds on the protocol, whose package imports no kit
+    module at load time (the registry imports the kit's client inside the function that builds one), so no import
+    order meets a half-loaded module."""
+    modules = [f"memory_kit.{p.stem}" for p in sorted((REPO / "memory_kit").glob("*.py")) if p.stem != "__init__"]
+    modules += [f"strategies.{design}" for design in designs()]
+    program = ("import importlib, sys\n"
+               f"for name in {modules!r}:\n"
+               "    for loaded in [m for m in sys.modules if m.split('.')[0] in ('strategies', 'memory_kit')]:\n"
+               "        del sys.modules[loaded]\n"
+               "    importlib.import_module(name)\n")
+    done = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True, text=True, timeout=HUNG_S)
+    assert done.returncode == 0, done.stderr[-2000:]
