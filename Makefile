@@ -166,8 +166,9 @@ TAU2_REF ?= v1.0.1
 tau2-data:
 	scripts/fetch-tau2-data.sh $(TAU2_REF) .cache/tau2-data/$(TAU2_REF)
 
-# Lint and types first (docs/development.md): ruff, then mypy, over what pyproject.toml names (foundation/, harness/,
-# strategies/, analysis/, bench/); any finding fails `make test` before a test runs. mypy keeps its cache in .mypy_cache.
+# Lint and types first (docs/development.md): ruff, then mypy, over what pyproject.toml names (foundation/,
+# memory_kit/, harness/, strategies/, analysis/, bench/); any finding fails `make test` before a test runs. mypy keeps
+# its cache in .mypy_cache.
 lint: setup
 	.venv/bin/ruff check --quiet
 	$(PY) -m mypy

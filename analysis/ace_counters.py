@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass
 
 from analysis import fmt
-from strategies import load_memory
+from memory_kit.memory_file import load_memory
 from harness.scripted import simulated_world as world
 from strategies.ace.playbook import Playbook
 from strategies.ace.pruning import enforce_budget

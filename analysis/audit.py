@@ -20,7 +20,7 @@ import pandas as pd
 from analysis import fmt
 from analysis.runs.load import load_records
 from analysis.statistics.metrics import BASELINE
-from strategies import MemoryFileError, load_memory
+from memory_kit.memory_file import MemoryFileError, load_memory
 
 JOB_KEYS = ["run_dir", "job", "strategy"]
 

@@ -3,7 +3,7 @@ what a sweep will cost, and whether it can decide, before anything runs. Nothing
 
 Per cell (strategy) it prints the episodes still to run (tasks x trials, minus those already recorded in `--run`,
 as a resumed sweep would skip them), the expected tokens (agent prompt / cached / completion, user simulator,
-judge) and their USD, priced by strategies/prices.py (LiteLLM's bundled map or the config's
+judge) and their USD, priced by memory_kit/prices.py (LiteLLM's bundled map or the config's
 `price_per_mtok_*`; an unpriced model says `unpriced`, never $0). The token estimate comes from:
 
 * a PILOT (`--pilot runs/<run>`, records of this model): per episode its steps, non-memory prompt tokens,
@@ -35,7 +35,7 @@ from analysis import fmt, power
 from analysis.statistics.metrics import BASELINE, INFRA, valid
 from harness.row import RESULTS, latest_per_episode, read_rows  # the row and its one reader (plain definitions)
 from strategies.registry import job_memory
-from strategies.prices import Price, fmt_usd, price_of
+from memory_kit.prices import Price, fmt_usd, price_of
 from analysis.planning import sequential_plan
 from analysis.planning.plan_estimate import (EXTRACT_PER_TASK, PRIOR_BAND, Episode, PlanError, base_name,
                                              memory_block_tokens, pilot_episode, prior_episode, usd)

@@ -34,8 +34,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from strategies import Guideline, render_guidelines
-from strategies.core_retrieval import GuidelineIndex, SelectionOptions
-from strategies.vector_search import blas_default_threads, blas_limit, blas_threads_for
+from memory_kit.selection import GuidelineIndex, SelectionOptions
+from memory_kit.vector_search import blas_default_threads, blas_limit, blas_threads_for
 
 TARGET_P95_MS = {10_000: 2.0, 1_000_000: 5.0}
 TARGET_RECALL = 0.95
@@ -193,7 +193,7 @@ def main() -> int:
           f"{load()} on {os.cpu_count()} CPUs")
     results = [run_size(int(n), args) for n in args.sizes.split(",")]
     if not args.no_minilm:
-        from strategies.embeddings import make_embedder
+        from memory_kit.embeddings import make_embedder
 
         minilm = make_embedder("minilm", cache_dir=None)
         minilm.embed(["warm up"])

@@ -1,6 +1,6 @@
 """The provider's Retry-After, read off an error's response, the one wait before a retry built on it, and the one
 retry loop (`Retried`): the agent's client (harness/serving/model_client.py) and a strategy's roles
-(strategies/role_client.py) retry alike, waiting the doubling backoff or the provider's Retry-After, whichever is
+(memory_kit/role_client.py) retry alike, waiting the doubling backoff or the provider's Retry-After, whichever is
 longer, capped."""
 
 from __future__ import annotations

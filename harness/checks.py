@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence
 
+from memory_kit.memory_file import load_memory
 import strategies
 from harness import benchmarks
 from harness.assembly import options as assembly_options
@@ -57,7 +58,7 @@ def prepare(s: JobSettings, sweep: Optional[Sequence[str]] = None) -> Job:
     if memory and not Path(memory).is_file():
         raise ConfigError(f"memory file not found: {memory}")
     if memory:
-        strategies.load_memory(memory)  # a malformed artifact fails here with file:line
+        load_memory(memory)  # a malformed artifact fails here with file:line
     try:  # an artifact of another kind than the strategy starts from (reasoning_bank given a guideline file)
         strategies.check_memory(s.strategy.name, memory)
     except ValueError as exc:
@@ -150,7 +151,7 @@ def check_model(s: JobSettings) -> None:
 def check_prices(s: JobSettings, judge_used: bool) -> None:
     """model.price_per_mtok_* well formed; with budget_usd, every model of the job priced (LiteLLM's map or the
     override), docs/cost.md. Any executor: the budget admits episodes in this process, Ray's too."""
-    from strategies import prices
+    from memory_kit import prices
 
     override = s.model.price_override()
     try:

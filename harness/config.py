@@ -38,7 +38,7 @@ class ModelConfig:
     context_window: Optional[int] = None  # prompt + reply tokens; None = n_ctx (local) or LiteLLM's model info
     prompt_caching: bool = PROMPT_CACHING  # mark the stable prefix with cache_control where needed (Anthropic)
     # USD per 1M tokens, overriding LiteLLM's price map (a model it does not price, or a negotiated price);
-    # in and out together, cached / cache_write default to in (strategies/prices.py, docs/cost.md)
+    # in and out together, cached / cache_write default to in (memory_kit/prices.py, docs/cost.md)
     price_per_mtok_in: Optional[float] = None
     price_per_mtok_out: Optional[float] = None
     price_per_mtok_cached: Optional[float] = None

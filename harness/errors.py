@@ -14,7 +14,7 @@ import traceback
 from typing import TYPE_CHECKING, Any, Optional, TextIO
 
 from harness.serving.faults import ContextOverflow, InfraError, ProviderUnusable, RequestRejected
-from strategies.role_client import RoleProviderUnusable
+from memory_kit.role_client import RoleProviderUnusable
 
 if TYPE_CHECKING:
     from harness.row import RowLike

@@ -92,13 +92,13 @@ def job_provenance(s: JobSettings, bench: Tasks, memory: str | None, *, uses_mem
     without allow_in_sample, or ground truth off the train split). `memory`: the job's artifact (memory=, or
     memory_by_strategy's); `uses_memory`, `ground_truth`: what its strategy declares (the Job's capabilities).
     Called once per job, by harness/runner/job.py's resolve."""
-    import strategies
+    from memory_kit.memory_file import load_memory
 
     if ground_truth:
         check_ground_truth(s.benchmark.split, f"strategy {s.strategy.name!r}")
     memory = s.strategy.options.get("playbook") or memory  # ACE's own playbook option wins over memory=
     if not memory or not uses_memory:
         return None
-    _, meta = strategies.load_memory(memory)
+    _, meta = load_memory(memory)
     return check_use(meta, s.benchmark.name, [t.id for t in bench.tasks()], s.allow_in_sample, memory=str(memory),
                      split=s.benchmark.split)

@@ -25,6 +25,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import OverrideParseException
 from omegaconf import DictConfig, OmegaConf
 
+from memory_kit.memory_file import MemoryFileError
 import strategies
 from harness import benchmarks, secrets
 from foundation.terminal import wrap
@@ -126,7 +127,7 @@ def validate(job_overrides: list[list[str]]) -> None:
                 check_job(s, sweep)
             except ConfigError as exc:
                 fail(str(exc))
-            except strategies.MemoryFileError as exc:
+            except MemoryFileError as exc:
                 fail(f"bad memory file: {exc}")
             except Exception as exc:
                 fail(describe(exc))

@@ -102,7 +102,7 @@ class ModelSettings:
     price_per_mtok_cache_write: Optional[float]
 
     def price_override(self) -> dict[str, Optional[float]]:
-        """The model.price_per_mtok_* keys (strategies/prices.py reads them as a table)."""
+        """The model.price_per_mtok_* keys (memory_kit/prices.py reads them as a table)."""
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name.startswith("price_per_mtok_")}
 
 

@@ -20,7 +20,6 @@ from strategies.base import (
     render_guidelines,
     report_call,
 )
-from strategies.memory_file import MemoryFileError, load_memory, save_memory
 from strategies.registry import (StrategyContext, UnknownStrategy, available, check_memory, create, known_options,
                                  learns_online, register, strategy_class, trial_streams, uses_ground_truth,
                                  uses_memory, validate_options)
@@ -28,7 +27,7 @@ from strategies.registry import (StrategyContext, UnknownStrategy, available, ch
 __all__ = [
     "EMPTY", "Delivery", "Embedder", "Guideline", "MemoryTool", "MemoryToolError", "ModelCall", "StepView",
     "Strategy", "StrategyBase", "TaskView",
-    "Trajectory", "render_guidelines", "report_call", "MemoryFileError", "load_memory", "save_memory",
+    "Trajectory", "render_guidelines", "report_call",
     "StrategyContext", "UnknownStrategy", "available", "check_memory", "create", "known_options", "learns_online",
     "register", "strategy_class", "trial_streams", "uses_ground_truth", "uses_memory", "validate_options",
 ]

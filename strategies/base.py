@@ -93,7 +93,7 @@ class Delivery:
 
     guidelines: tuple[Guideline, ...] = ()
     text: str = ""
-    dropped: tuple[str, ...] = ()  # ids left out to fit strategy.options.budget_tokens (strategies/budget.py)
+    dropped: tuple[str, ...] = ()  # ids left out to fit strategy.options.budget_tokens (memory_kit/budget.py)
     # The same memory refitted to a smaller token budget by the strategy's own priorities; the request
     # assembly calls it when the whole request would overflow the model's window. None: not refittable.
     refit: Optional[Callable[[int], "Delivery"]] = field(default=None, compare=False, repr=False)
@@ -133,7 +133,7 @@ def seen_task_text(task: TaskView, step: StepView) -> str:
 
 
 class Embedder(Protocol):
-    """Text -> L2-normalised vectors (n, d). Implementations live in strategies/embeddings.py."""
+    """Text -> L2-normalised vectors (n, d). Implementations live in memory_kit/embeddings.py."""
 
     name: str
 
@@ -309,7 +309,7 @@ def calls_to(sink: CallSink) -> Iterator[None]:
 
 
 def report_call(call: ModelCall) -> None:
-    """Every model call a strategy makes ends here (strategies/ace/llm.py, strategies/embeddings.py do it for
+    """Every model call a strategy makes ends here (strategies/ace/llm.py, memory_kit/embeddings.py do it for
     theirs; a plugin that calls a model itself does the same). Outside an episode (an offline build, a unit test)
     nobody listens and the call is not counted anywhere."""
     sink = _sink.get()

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
 
 T = TypeVar("T")
-Count = Callable[[str], int]  # the run model's token counter (strategies.budget.token_counter)
+Count = Callable[[str], int]  # the run model's token counter (memory_kit.budget.token_counter)
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ def artifact_items(memory: Optional[str]) -> Optional[list[Any]]:
     """The artifact's guidelines, or None when there is no artifact (yet)."""
     if not memory or not Path(memory).is_file():
         return None
-    from strategies.memory_file import load_memory
+    from memory_kit.memory_file import load_memory
 
     return load_memory(memory)[0]
 

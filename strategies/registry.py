@@ -9,12 +9,14 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from strategies.base import Guideline, Strategy, StrategyBase
 from strategies.compat import LegacyFactory, learns_by_update
-from strategies.role_client import RoleClient
 from foundation.plugins import PluginRegistry
+
+if TYPE_CHECKING:  # the kit builds on this package: importing it here at load time would close a circle
+    from memory_kit.role_client import RoleClient
 
 GROUP = "memdeliv.strategies"
 
@@ -35,19 +37,21 @@ class StrategyContext:
     artifacts_dir: Path | None = None  # where a learning strategy saves its memory snapshots
     model: str | None = None  # LiteLLM model string of the run, for strategies that call an LLM
     model_kwargs: dict[str, Any] = field(default_factory=dict)
-    # the run's model client for a strategy's own roles (strategies/role_client.py): the harness's retries and
+    # the run's model client for a strategy's own roles (memory_kit/role_client.py): the harness's retries and
     # backoff, model.api_key_env, the served kwargs; None (a test, a notebook): `model` and `model_kwargs` alone
     client: RoleClient | None = None
     # the job's benchmark, split, model, task set and whether labels are learned from: an online learner
-    # adds the tasks it learned from and writes it as `_meta.learned_from` (strategies/memory_file.py)
+    # adds the tasks it learned from and writes it as `_meta.learned_from` (memory_kit/memory_file.py)
     learned_from: dict[str, Any] | None = None
 
     def run_client(self) -> RoleClient:
         """The client every role of the strategy calls through (RoleLLM.of / RoleClient.for_role pick its model)."""
+        from memory_kit.role_client import RoleClient
+
         return self.client if self.client is not None else RoleClient(self.model or "", dict(self.model_kwargs))
 
     def require_memory(self, strategy: str) -> list[Guideline]:
-        from strategies.memory_file import load_memory
+        from memory_kit.memory_file import load_memory
 
         if not self.memory_path:
             raise ValueError(f"strategy {strategy!r} needs a memory artifact: pass memory=<path> (MEMORY= in make)")

@@ -155,7 +155,7 @@ def runs_dir(tmp_path: Path) -> Path:
 def artifact(tmp_path_factory) -> Path:
     """The simulated world's memory artifact (harness.memory.simulated) for the retail test tasks."""
     from harness.memory.simulated import build
-    from strategies import save_memory
+    from memory_kit.memory_file import save_memory
 
     guidelines, meta = build("tau2_retail", "test")
     path = tmp_path_factory.mktemp("world") / "memory.jsonl"

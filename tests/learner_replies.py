@@ -9,10 +9,11 @@ import json
 from harness.scripted.memory_designs import answer
 from strategies.ace.playbook import SECTION_SETS
 from strategies.ace.roles import REFLECTOR_SYSTEM
-from strategies.awm import INSTRUCTION
-from strategies.dc_retrieval_synthesis import RS_CURATOR_SYSTEM
-from strategies.dynamic_cheatsheet import CURATOR_SYSTEM
-from strategies.reasoning_bank_prompts import FAILURE_SYSTEM, JUDGE_SYSTEM, SUCCESS_SYSTEM
+from strategies.awm.strategy import INSTRUCTION
+from strategies.dynamic_cheatsheet.retrieval_synthesis import RS_CURATOR_SYSTEM
+from strategies.dynamic_cheatsheet.strategy import CURATOR_SYSTEM
+from strategies.reasoning_bank.prompts import FAILURE_SYSTEM, SUCCESS_SYSTEM
+from memory_kit.judge import JUDGE_SYSTEM
 
 DESIGNS = {p.strip() for p in (INSTRUCTION, RS_CURATOR_SYSTEM, CURATOR_SYSTEM, FAILURE_SYSTEM, JUDGE_SYSTEM,
                                SUCCESS_SYSTEM)}

@@ -7,15 +7,16 @@ from dataclasses import replace
 import pytest
 
 from ace_fakes import MODEL, FakeBagOfWordsEmbedder, install_scripted_roles
-from strategies import TaskView, Trajectory, load_memory
+from strategies import TaskView, Trajectory
+from memory_kit.memory_file import load_memory
 from strategies.ace.adapt import AceSettings, Adapter
 from strategies.ace.deltas import apply_operations
 from strategies.ace.llm import JsonLLM, RoleError
 from strategies.ace.playbook import Bullet, load_playbook, Playbook
 from strategies.ace.pruning import deduplicate, drop_order, EmbeddingCache, enforce_budget
-from strategies.memory_file import read_playbook_or_guidelines
-from strategies.budget import token_counter
-from strategies import MemoryFileError
+from strategies.ace.strategy import read_playbook_or_guidelines
+from memory_kit.budget import token_counter
+from memory_kit.memory_file import MemoryFileError
 
 SAMPLE = "strategies/samples/ace_sample_playbook.jsonl"
 count = token_counter("gpt-4o")

@@ -9,7 +9,7 @@ import pytest
 
 from analysis.ace_counters import adapt, main
 from harness.memory.corrupt import Spec, corrupt
-from strategies import save_memory
+from memory_kit.memory_file import save_memory
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from strategies.ace.llm import JsonLLM
 from strategies.ace.playbook import Playbook
 from strategies.ace.roles import cited_ids
 from strategies.ace.online import AceOnline
-from strategies.budget import token_counter
+from memory_kit.budget import token_counter
 
 TASK = TaskView("tau2_retail", "7", "I want to return a lamp")
 GOLD = "assistant: return_delivered_order_items({\"order_id\": \"#W1\"})"

@@ -21,7 +21,7 @@ from strategies.ace.llm import JsonLLM, RoleError
 from strategies.ace.playbook import load_playbook, Playbook
 from strategies.ace.roles import cited_ids, cited_steps
 from strategies import TaskView, Trajectory
-from strategies.budget import token_counter
+from memory_kit.budget import token_counter
 
 ADAPT = ["model=oracle", "benchmark=tau2_retail", "progress=false", "--train", "2", "--val", "1"]
 

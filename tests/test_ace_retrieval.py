@@ -18,7 +18,7 @@ from strategies.ace.playbook import Playbook
 from strategies.ace.retrieval import AceRetrieval
 from strategies import ModelCall, StepView, TaskView, Trajectory
 from strategies.base import calls_to
-from strategies.memory_file import read_playbook_or_guidelines
+from strategies.ace.strategy import read_playbook_or_guidelines
 
 LINE = r"^\[[a-z]+-\d{5}\] helpful=\d+ harmful=\d+ :: .+$"
 
@@ -122,7 +122,7 @@ def test_bad_option_exits_2_with_no_run_directory(override, expected, runs_dir):
 
 def test_meaningful_in_the_simulated_world(artifact):
     """Embedding retrieval on the user's request finds the planted helpers far more often than chance."""
-    from strategies.embeddings import make_embedder
+    from memory_kit.embeddings import make_embedder
 
     w = world.load_world(artifact)
     pb, meta = read_playbook_or_guidelines(artifact)

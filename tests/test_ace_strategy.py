@@ -11,12 +11,13 @@ import pytest
 from ace_fakes import MODEL, install_scripted_roles
 from analysis import load_memory_history
 from analysis.views.plots import memory_growth
-from strategies import load_memory, StepView, StrategyContext, TaskView, Trajectory, create
+from strategies import StepView, StrategyContext, TaskView, Trajectory, create
+from memory_kit.memory_file import load_memory
 from strategies.ace.adapt import AceSettings, Adapter
 from strategies.ace.llm import JsonLLM
 from strategies.ace.playbook import load_playbook, Playbook
 from strategies.ace.online import AceOnline
-from strategies.budget import token_counter
+from memory_kit.budget import token_counter
 
 SAMPLE = "strategies/samples/ace_sample_playbook.jsonl"
 GUIDELINES = "strategies/samples/tau2_sample.jsonl"

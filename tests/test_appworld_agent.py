@@ -258,7 +258,8 @@ def test_rebuild_under_priority_drop_leaves_out_the_earliest_outputs_and_says_so
 
 def test_an_on_demand_recall_in_code_is_answered_by_the_step_and_never_run_by_the_engine():
     from ace_fakes import FakeBagOfWordsEmbedder
-    from strategies.on_demand import NOTICE, OnDemand
+    from strategies.on_demand import OnDemand
+    from strategies.on_demand.strategy import NOTICE
 
     lesson = Guideline("r1", "pay with the gift card first", source_task_text="buy a song")
     strategy, ledger = OnDemand(options={}, guidelines=(lesson,), embedder=FakeBagOfWordsEmbedder()), Ledger()

@@ -18,7 +18,7 @@ from harness import assembly
 from harness.runner import run_job
 from harness.serving.providers import register_provider, unregister_provider
 from harness.scripted.oracle import DONE_MARKER, ScriptedOracle, install
-from strategies import load_memory
+from memory_kit.memory_file import load_memory
 
 PROVIDER = "memdeliv-test-asm"
 ANSWER = f"REBUILT ANSWER FROM A CLEAN REQUEST {DONE_MARKER}"
@@ -182,7 +182,7 @@ def test_trailing_block_is_a_user_message_for_claude_and_the_prefix_is_marked():
 def test_priority_drop_order_on_a_hand_made_request():
     """Oldest turns first (summarised by code), then memory by priority, never system or latest user message."""
     from strategies import Guideline, render_guidelines
-    from strategies.budget import fit_budget
+    from memory_kit.budget import fit_budget
 
     def words(messages):
         return sum(len(str(m.get("content") or "").split()) for m in messages)

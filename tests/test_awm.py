@@ -14,8 +14,10 @@ import strategies
 from conftest import HUNG_S, REPO, SAMPLE_MEMORY
 from harness.memory import workflows
 from harness.provenance import ProvenanceError, check_use
-from strategies import StepView, StrategyContext, TaskView, Trajectory, load_memory
-from strategies.awm import KIND, MAX_TOKENS, SUMMARY, TEMPERATURE, AgentWorkflowMemory, parse_workflows
+from strategies import StepView, StrategyContext, TaskView, Trajectory
+from memory_kit.memory_file import load_memory
+from strategies.awm.strategy import KIND, MAX_TOKENS, SUMMARY, TEMPERATURE, parse_workflows
+from strategies.awm import AgentWorkflowMemory
 
 
 def test_induction_settings_are_the_references():
@@ -43,7 +45,7 @@ def _episode(task_id: str, tool: str, success: bool) -> Trajectory:
 def test_by_default_workflows_are_induced_from_the_gold_train_demonstrations(tmp_path, monkeypatch):
     """zorazrw/agent-workflow-memory mind2web/offline_induction.py induces from the annotated train demonstrations:
     here each train task's gold actions (the benchmark's gold_solution), after the task as the agent saw it."""
-    from strategies.role_llm import RoleLLM
+    from memory_kit.role_llm import RoleLLM
 
     said = {"Hi, I want to exchange a keyboard.": "0", "Hi, my order is wrong.": "1"}
     episodes = [(task, Trajectory(task=TaskView("tau2_retail", task, ""), reward=None, success=False,

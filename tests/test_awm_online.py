@@ -12,10 +12,11 @@ from conftest import REPO, read_records
 from harness.run import check_job, compose_job
 from harness.runner import run_job
 from strategies import StepView, TaskView, Trajectory
-from strategies.awm import INSTRUCTION
-from strategies.awm_online import ONLINE_MAX_TOKENS, ONLINE_TEMPERATURE, AwmOnline
-from strategies.reasoning_bank_prompts import JUDGE_SYSTEM
-from strategies.role_llm import RoleLLM
+from strategies.awm.strategy import INSTRUCTION
+from strategies.awm import AwmOnline
+from strategies.awm.online import ONLINE_MAX_TOKENS, ONLINE_TEMPERATURE
+from memory_kit.judge import JUDGE_SYSTEM
+from memory_kit.role_llm import RoleLLM
 
 
 def test_online_settings_are_the_references_and_the_config_says_the_same():

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import strategies
+from memory_kit.memory_file import load_memory
 from harness.memory.build import BuildError, build, collect_overrides, load_trajectories, main
 from scripted_reflector import MODEL as FAKE_REFLECTOR
 from scripted_reflector import install as install_fake_reflector
@@ -45,8 +45,8 @@ def test_collect_extract_consolidate_offline(tmp_path):
     records = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
     assert len(records) == 3 and {r["split"] for r in records} == {"train"} and {r["strategy"] for r in records} == {"none"}
 
-    guidelines, meta = strategies.load_memory(run / "memory.jsonl")
-    extracted, _ = strategies.load_memory(run / "memory.extracted.jsonl")
+    guidelines, meta = load_memory(run / "memory.jsonl")
+    extracted, _ = load_memory(run / "memory.extracted.jsonl")
     merges = [json.loads(line) for line in (run / "memory.merges.jsonl").read_text().splitlines()]
     assert meta["kind"] == "scripted-demo" and "NOT learned" in meta["note"] and meta["split"] == "train"
     learned = meta["learned_from"]  # provenance: checked against the tasks of every sweep that uses it
@@ -67,12 +67,12 @@ def test_collect_extract_consolidate_offline(tmp_path):
     assert report["consolidation_usage"].get("calls", 0) == report["consolidation_llm_calls"]
     # text consolidation merges equal guideline texts whatever the task: the opening tool repeats in all 3 tasks
     text_summary = build(Path(run), tmp_path / "text.jsonl", consolidation="text")
-    by_text, text_meta = strategies.load_memory(tmp_path / "text.jsonl")
+    by_text, text_meta = load_memory(tmp_path / "text.jsonl")
     assert text_meta["consolidation"] == "text" and text_summary["consolidation_usage"].get("calls", 0) == text_summary["consolidation_llm_calls"]
     assert max(g.support for g in by_text) == len({r["task_id"] for r in records})
     # lossy towards 2 guidelines; the consolidator is the SCRIPTED reflector (it deals inputs into <= N outputs)
     lossy = build(Path(run), tmp_path / "lossy.jsonl", consolidation="lossy", target=2)
-    by_lossy, lossy_meta = strategies.load_memory(tmp_path / "lossy.jsonl")
+    by_lossy, lossy_meta = load_memory(tmp_path / "lossy.jsonl")
     assert lossy_meta["consolidation"] == "lossy" and lossy_meta["lossy_target"] == 2
     assert len(by_lossy) <= 2 < len(guidelines) and lossy["lossy_target_met"] is True
     assert lossy["support_conserved"] == {"extracted": len(extracted), "attributed": len(extracted)}
@@ -89,7 +89,7 @@ def test_collect_extract_consolidate_offline(tmp_path):
     fake.replies = {tasks[0]: ["oops", "oops again"], **{t: [good] for t in tasks[1:]}}
     summary = build(Path(run), tmp_path / "other.jsonl", extractor=FAKE_REFLECTOR, consolidation="text")
     assert [s["source"] for s in summary["skipped_trajectories"]] == [stored[0][0]]
-    rebuilt, meta = strategies.load_memory(tmp_path / "other.jsonl")
+    rebuilt, meta = load_memory(tmp_path / "other.jsonl")
     assert meta["kind"] == "learned" and [g.support for g in rebuilt] == [2]
 
     # a run that is not a train run is refused when its records are read

@@ -12,9 +12,9 @@ import pytest
 from ace_fakes import FakeBagOfWordsEmbedder
 from scripted_reflector import MODEL, install
 from strategies import Guideline
-from strategies.consolidation import consolidate
-from strategies.consolidation_altk import cluster_by_source_task, consolidate_altk, consolidation_messages
-from strategies.llm_json import litellm_llm
+from memory_kit.consolidation import consolidate
+from memory_kit.consolidation_altk import cluster_by_source_task, consolidate_altk, consolidation_messages
+from memory_kit.llm_json import litellm_llm
 
 CANCEL_1 = "please cancel my pending order number W1 today"
 CANCEL_2 = "please cancel my pending order number W2 today"  # 7 of 8 words shared: cosine 0.875

@@ -8,7 +8,8 @@ import json
 from analysis import load_records
 from analysis.runs.load import family
 from harness.runner.job import file_digest
-from strategies import Guideline, save_memory
+from strategies import Guideline
+from memory_kit.memory_file import save_memory
 
 
 def test_each_consolidation_mode_is_its_own_row(tmp_path):

@@ -12,10 +12,11 @@ import pytest
 from analysis.recommend import recommend
 from analysis.views import controls
 from harness.memory.simulated import _bench, _facts
-from strategies import StepView, StrategyContext, TaskView, create, load_memory
+from strategies import StepView, StrategyContext, TaskView, create
+from memory_kit.memory_file import load_memory
 from harness.scripted import simulated_world as world
 from strategies.base import memory_frame
-from strategies.budget import token_counter
+from memory_kit.budget import token_counter
 
 # NLTK's English stop-word list (the words any two English texts share without telling anything)
 STOP = set("""i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her

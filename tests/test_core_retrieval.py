@@ -8,8 +8,8 @@ import pytest
 import strategies
 from strategies import Guideline, StepView, TaskView
 from strategies.core_retrieval import CoreRetrieval
-from strategies.embeddings import make_embedder, normalise
-from strategies.vector_search import rank_rows, stable_similarity
+from memory_kit.embeddings import make_embedder, normalise
+from memory_kit.vector_search import rank_rows, stable_similarity
 
 # The seed article's household-budget example (translated). Supports 5,4,3,2,1,1; the kana guideline's own
 # source task was about music payments, yet the new task's words lean on "refund".
@@ -144,7 +144,7 @@ def test_guidelines_sharing_a_source_task_are_cut_in_store_order_as_altk_evolve_
 
 
 def test_the_index_breaks_ties_in_artifact_order_as_the_exact_scan_does():
-    from strategies.core_retrieval import GuidelineIndex, SelectionOptions
+    from memory_kit.selection import GuidelineIndex, SelectionOptions
 
     source = np.tile(np.array([[1.0, 0.0]], dtype=np.float32), (60, 1))  # 60 guidelines, one source task
     text = np.eye(60, dtype=np.float32)

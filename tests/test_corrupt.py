@@ -28,7 +28,8 @@ from harness.memory.corrupt_text import (
     rule_contradict,
     unrelated,
 )
-from strategies import Guideline, load_memory, save_memory
+from strategies import Guideline
+from memory_kit.memory_file import load_memory, save_memory
 from harness.scripted import simulated_world as world
 from strategies.ace.playbook import KIND, Playbook, artifact_kind, load_playbook
 

@@ -9,7 +9,8 @@ from known_truth import draw
 
 from analysis import recommend
 from harness.scripted import simulated_world as world
-from strategies import load_memory, render_guidelines
+from strategies import render_guidelines
+from memory_kit.memory_file import load_memory
 
 SEEDS = range(20)
 

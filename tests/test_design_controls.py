@@ -11,7 +11,8 @@ from analysis import load_records
 from analysis.views import controls
 from harness.run import compose_job
 from harness.runner import run_job
-from strategies import Guideline, StepView, StrategyContext, TaskView, create, save_memory, strategy_class
+from strategies import Guideline, StepView, StrategyContext, TaskView, create, strategy_class
+from memory_kit.memory_file import save_memory
 from strategies.frame import NEUTRAL_INSTRUCTION
 
 
@@ -70,7 +71,7 @@ def test_placebo_matches_a_design_per_step_under_its_frame(tmp_path):
     assert text[:2] == ref[:2] and text[-1] == ref[-1] and text[2] != ref[2] and "get_order" not in "\n".join(text)
     fixed = create("placebo", StrategyContext(options={"match": "dynamic_cheatsheet", "length_tokens": 300},
                                               model="gpt-4o"))
-    from strategies.budget import token_counter
+    from memory_kit.budget import token_counter
 
     line = fixed.deliver(task, step).text.splitlines()[1]
     assert line.startswith("- [p1] ") and abs(token_counter("gpt-4o")(line) - 300) <= 2

@@ -101,10 +101,11 @@ _BANK = "reasoning_bank/bank.jsonl"
 
 
 def _built(world: str, value: str) -> str:
-    """A one-item artifact of the kind `value` names (strategies/experiences.py, strategies/awm.py,
-    strategies/reasoning_bank.py; `make cheatsheet`'s: strategies/cheatsheet_artifact.py)."""
-    from strategies import Guideline, save_memory
-    from strategies.cheatsheet_artifact import KIND, artifact_rows
+    """A one-item artifact of the kind `value` names (memory_kit/experiences.py, strategies/awm/strategy.py,
+    strategies/reasoning_bank/strategy.py; `make cheatsheet`'s: strategies/dynamic_cheatsheet/artifact.py)."""
+    from strategies import Guideline
+    from memory_kit.memory_file import save_memory
+    from strategies.dynamic_cheatsheet.artifact import KIND, artifact_rows
 
     kind = next(k for end, k in (("/experiences.jsonl", "experiences"), ("/workflows.jsonl", "workflows"),
                                  (_BANK, "reasoning_bank"), ("/cheatsheet.jsonl", KIND)) if value.endswith(end))

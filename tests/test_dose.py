@@ -19,13 +19,13 @@ from analysis.recommend import recommend
 from analysis.tables import analyse, write
 from analysis.views import curves
 from analysis.views.plots import dose_response
-from strategies import load_memory
+from memory_kit.memory_file import load_memory
 from harness.scripted import simulated_world as world
 from strategies.ace.retrieval import AceRetrieval
 from strategies import StepView, TaskView
 from strategies.core_retrieval import CoreRetrieval
 from strategies.full import FullMemory
-from strategies.memory_file import read_playbook_or_guidelines
+from strategies.ace.strategy import read_playbook_or_guidelines
 
 CELLS = ["none", *[f"dose/core_retrieval_k{k}" for k in (0, 3, 10, 30)],
          *[f"dose/ace_retrieval_k{k}" for k in (5, 20, 80)], *[f"dose/full_b{b}" for b in (1000, 4000, 16000, "none")]]

@@ -15,10 +15,11 @@ from conftest import REPO, read_records
 from harness.run import check_job, compose_job
 from harness.runner import run_job
 from strategies import StepView, StrategyContext, TaskView, Trajectory
-from strategies.dc_retrieval_synthesis import RS_CURATOR_SYSTEM, RetrievalSynthesisCheatsheet
-from strategies.cheatsheet import EMPTY_CHEATSHEET, CheatsheetOptions, extract_cheatsheet
-from strategies.dynamic_cheatsheet import CURATOR_SYSTEM, DynamicCheatsheet
-from strategies.role_llm import RoleLLM
+from strategies.dynamic_cheatsheet.retrieval_synthesis import RS_CURATOR_SYSTEM, RetrievalSynthesisCheatsheet
+from strategies.dynamic_cheatsheet.cheatsheet import EMPTY_CHEATSHEET, CheatsheetOptions, extract_cheatsheet
+from strategies.dynamic_cheatsheet import DynamicCheatsheet
+from strategies.dynamic_cheatsheet.strategy import CURATOR_SYSTEM
+from memory_kit.role_llm import RoleLLM
 
 
 def test_defaults_are_the_references_and_the_config_says_the_same():

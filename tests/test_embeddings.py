@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from strategies.embeddings import CachedEmbedder, LiteLLMEmbedder, cosine, make_embedder, normalise
+from memory_kit.embeddings import CachedEmbedder, LiteLLMEmbedder, cosine, make_embedder, normalise
 
 
 class Counting:

@@ -16,9 +16,11 @@ import strategies
 from ace_fakes import FakeBagOfWordsEmbedder
 from conftest import HUNG_S, REPO, SAMPLE_MEMORY, read_records, run_cli
 from harness.provenance import HELD_OUT, ProvenanceError, check_use
-from strategies import Guideline, StepView, StrategyContext, TaskView, load_memory
-from strategies.exp_rag import ExpRag, ExpRagOptions
-from strategies.experiences import KIND
+from strategies import Guideline, StepView, StrategyContext, TaskView
+from memory_kit.memory_file import load_memory
+from strategies.exp_rag import ExpRag
+from strategies.exp_rag.strategy import ExpRagOptions
+from memory_kit.experiences import KIND
 from strategies.long_context import LongContext
 
 
@@ -46,7 +48,7 @@ def test_exp_rag_defaults_are_evo_memory_exprags_and_the_config_says_the_same():
         if cls is not None:
             assert cfg["options"] == {k: getattr(cls(), k) for k in cfg["options"]}
     # k's source is named as what it is: an unofficial port, not Evo-Memory's paper or code
-    for text in ((REPO / "strategies" / "exp_rag.py").read_text(), (REPO / "configs" / "strategy" / "exp_rag.yaml")
+    for text in ((REPO / "strategies" / "exp_rag" / "strategy.py").read_text(), (REPO / "configs" / "strategy" / "exp_rag.yaml")
                  .read_text(), (REPO / "docs" / "strategies.md").read_text()):
         assert re.search(r"unofficial port[^.]*zhaosnw/evo_mem|zhaosnw/evo_mem[^.]*unofficial port", text, re.S)
 

@@ -12,7 +12,8 @@ import pytest
 
 from analysis.statistics import harm
 from harness.memory.corrupt import Spec, corrupt
-from strategies import load_memory, render_guidelines
+from strategies import render_guidelines
+from memory_kit.memory_file import load_memory
 from harness.scripted import simulated_world as world
 
 

@@ -1,7 +1,7 @@
-"""The import graph of harness/, strategies/, analysis/ and bench/ (stdlib `ast`; imports inside functions count
-too): no circles, no upward arrows between the layers below, analysis reads run files and imports no harness
-code beyond shared plain definitions, bench and analysis import no test code nor scripted models' internals,
-strategies import no benchmark adapter, and no non-test file is over MAX_LINES lines."""
+"""The import graph of foundation/, memory_kit/, harness/, strategies/, analysis/ and bench/ (stdlib `ast`; imports
+inside functions count too): no circles, no upward arrows between the layers below, analysis reads run files and
+imports no harness code beyond shared plain definitions, bench and analysis import no test code nor scripted
+models' internals, strategies import no benchmark adapter, and no non-test file is over MAX_LINES lines."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ("foundation", "harness", "strategies", "analysis", "bench")
+PACKAGES = ("foundation", "memory_kit", "harness", "strategies", "analysis", "bench")
 
 MAX_LINES = 350  # a non-test .py file longer than this is split by concern
 
@@ -19,8 +19,8 @@ MAX_LINES = 350  # a non-test .py file longer than this is split by concern
 # longest matching prefix; a module in no layer fails the test, so a new module is placed on purpose. analysis is
 # outside the stack: it reads run files (see SHARED_DEFINITIONS).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation", ("foundation", "strategies", "harness", "harness.secrets", "harness.config_errors", "harness.row",
-                    "harness.usage", "harness.settings", "harness.infra_rates")),
+    ("foundation", ("foundation", "strategies", "memory_kit", "harness", "harness.secrets", "harness.config_errors",
+                    "harness.row", "harness.usage", "harness.settings", "harness.infra_rates")),
     ("model calls", ("harness.serving",)),
     ("core", ("harness.config", "harness.errors", "harness.ledger", "harness.records", "harness.provenance",
               "harness.assembly", "harness.store")),
@@ -279,10 +279,25 @@ def package_exports(root: Path = REPO, packages: tuple[str, ...] = PACKAGES) -> 
     return exports
 
 
+def reached_from(graph: dict[str, set[str]], start: str) -> set[str]:
+    """The modules `start` imports, directly or through others."""
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in graph.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
 def second_paths(root: Path = REPO, packages: tuple[str, ...] = PACKAGES, skip: tuple[str, ...] = ()) -> list[str]:
     """`file:line name` wherever code outside a package imports a name of the package's API from the module
-    behind it (a second path to one name), and every `noqa: F401` re-export."""
+    behind it (a second path to one name), and every `noqa: F401` re-export. A module the package itself
+    imports (the kit's model client, which the strategies registry hands out) imports from the defining module:
+    through the package would close an import circle."""
     exports = {pkg: names for pkg, names in package_exports(root, packages).items() if pkg not in skip}
+    graph = import_graph(root, packages)
+    below = {pkg: reached_from(graph, pkg) for pkg in exports}
     found = []
     for name, path in module_names(root, (*packages, "tests")).items():
         text = path.read_text(encoding="utf-8")
@@ -295,7 +310,7 @@ def second_paths(root: Path = REPO, packages: tuple[str, ...] = PACKAGES, skip: 
                 continue
             for pkg, names in exports.items():
                 inside = name == pkg or name.startswith(pkg + ".")
-                if node.module.startswith(pkg + ".") and not inside:
+                if node.module.startswith(pkg + ".") and not inside and name not in below[pkg]:
                     found += [f"{rel}:{node.lineno} {a.name}" for a in node.names if a.name in names]
     return found
 

@@ -20,7 +20,7 @@ from strategies.ace.adapt import AceSettings, Adapter
 from strategies.ace.llm import JsonLLM
 from strategies.ace.playbook import Playbook
 from strategies.ace.online import AceOnline
-from strategies.budget import token_counter
+from memory_kit.budget import token_counter
 
 
 def episode(task_id: str, trial: int) -> Trajectory:

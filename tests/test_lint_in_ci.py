@@ -1,5 +1,5 @@
 """ruff and mypy run inside `make test` (so in CI, whose .ci/run is `make setup && make test`), from the hash-checked
-lock, over foundation/, harness/, strategies/, analysis/ and bench/, and catch what they are configured to catch."""
+lock, over foundation/, memory_kit/, harness/, strategies/, analysis/ and bench/, and catch what they are configured to catch."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from conftest import HUNG_S
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDERS = ["foundation", "harness", "strategies", "analysis", "bench"]
+FOLDERS = ["foundation", "memory_kit", "harness", "strategies", "analysis", "bench"]
 CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text())
 TYPE_IGNORE = re.compile(r"#\s*type:\s*ignore(?P<codes>\[[^\]]*\])?(?P<after>.*)$")
 
@@ -36,9 +36,9 @@ def test_the_tools_come_from_the_lock_and_are_the_ones_installed():
         assert importlib.metadata.version(name) == version  # `make setup` installed what the lock pins
 
 
-def test_the_checks_cover_the_five_folders_without_blanket_ignores():
+def test_the_checks_cover_the_six_folders_without_blanket_ignores():
     assert CONFIG["tool"]["mypy"]["files"] == FOLDERS
-    assert [p.split("/")[0] for p in CONFIG["tool"]["ruff"]["include"]][:5] == FOLDERS
+    assert [p.split("/")[0] for p in CONFIG["tool"]["ruff"]["include"]][:6] == FOLDERS
     for section in [CONFIG["tool"]["mypy"], *CONFIG["tool"]["mypy"]["overrides"]]:
         assert not section.get("ignore_errors") and not section.get("disable_error_code")
     assert "ignore_missing_imports" not in CONFIG["tool"]["mypy"]  # only per third-party module

@@ -9,7 +9,7 @@ from ace_fakes import FakeBagOfWordsEmbedder
 from strategies import Guideline, StepView, TaskView
 from strategies.ace.playbook import Bullet, Playbook
 from strategies.ace.strategy import AcePlaybook
-from strategies.budget import budget_option, fit_budget
+from memory_kit.budget import budget_option, fit_budget
 from strategies.core_retrieval import CoreRetrieval
 from strategies.full import FullMemory
 

@@ -8,10 +8,10 @@ import pytest
 
 from scripted_reflector import MODEL, install
 from strategies import TaskView, Trajectory
-from strategies.consolidation import consolidate
-from strategies.embeddings import make_embedder
-from strategies.extraction import extract
-from strategies.llm_json import litellm_llm
+from memory_kit.consolidation import consolidate
+from memory_kit.embeddings import make_embedder
+from memory_kit.extraction import extract
+from memory_kit.llm_json import litellm_llm
 
 CONFIRM = ["Confirm the order id with the user before cancelling an order.",
            "Before cancelling, confirm the order ID with the user.",

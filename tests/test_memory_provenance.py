@@ -17,10 +17,11 @@ import strategies
 from ace_fakes import MODEL, install_scripted_roles
 from conftest import HUNG_S, REPO, SAMPLE_MEMORY, read_records, run_cli
 from harness.provenance import HELD_OUT, IN_SAMPLE, UNKNOWN, check_use
-from strategies.memory_file import learned_from
+from memory_kit.memory_file import learned_from
 from harness.run import ConfigError, check_job, compose_job
 from harness.runner import run_job
-from strategies import StrategyBase, load_memory, save_memory
+from strategies import StrategyBase
+from memory_kit.memory_file import load_memory, save_memory
 from strategies.ace.playbook import load_playbook
 
 

@@ -12,7 +12,7 @@ import sys
 import pytest
 from conftest import HUNG_S
 
-import strategies
+from memory_kit.memory_file import load_memory
 from analysis import load_records
 from analysis.audit import never_delivered, outcome_by_guideline
 
@@ -40,7 +40,7 @@ def test_memory_tokens_order_none_core_full(records):
 
 
 def test_core_retrieval_delivers_core_every_step_and_once_per_task(records):
-    guidelines, _ = strategies.load_memory(SAMPLE)
+    guidelines, _ = load_memory(SAMPLE)
     core = {g.id for g in guidelines if g.support >= 3}
     for rec in records[records.strategy == "core_retrieval"].itertuples():
         steps = [tuple(s) for s in rec.delivered]
@@ -58,4 +58,4 @@ def test_audit_reads_the_same_records(records):
     core_rows = table[(table.strategy == "core_retrieval") & (table.guideline == "g-auth-first")]
     assert core_rows["present"].tolist() == [3]
     delivered = {g for rec in records[records.strategy == "core_retrieval"].itertuples() for s in rec.delivered for g in s}
-    assert set(by_strategy["core_retrieval"]) == {g.id for g in strategies.load_memory(SAMPLE)[0]} - delivered
+    assert set(by_strategy["core_retrieval"]) == {g.id for g in load_memory(SAMPLE)[0]} - delivered

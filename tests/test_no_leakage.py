@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memory_kit.memory_file import load_memory
 import strategies
 from harness.memory.build import build
 from harness.run import compose_job
@@ -18,7 +19,7 @@ from harness.runner import run_job
 from harness.serving.providers import register_provider
 from strategies import Guideline, StepView, TaskView, Trajectory
 from strategies.core_retrieval import CoreRetrieval
-from strategies.extraction import extraction_messages, render_trajectory
+from memory_kit.extraction import extraction_messages, render_trajectory
 from tau2_fakes import RECORDING, RecordingOracle, make_data_dir
 
 MARKER = "ZQX-HIDDEN-7741"
@@ -282,7 +283,7 @@ def test_build_memory_shows_reward_only_with_ground_truth(tmp_path):
         extractor = RecordingExtractor()
         out = tmp_path / f"gt-{ground_truth}.jsonl"
         build(run_dir, out, extractor="memdeliv-test-extractor/x", ground_truth=ground_truth)
-        _, meta = strategies.load_memory(out)
+        _, meta = load_memory(out)
         assert meta["ground_truth"] is ground_truth and len(extractor.prompts) >= 2  # a retry on 0 for a failure
         shown = "".join(extractor.prompts)
         assert ("db_match" in shown and "reward" in shown) is ground_truth
@@ -307,7 +308,7 @@ class DesignModel:
                              usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2})
 
     def llm(self):
-        from strategies.role_llm import RoleLLM
+        from memory_kit.role_llm import RoleLLM
 
         return RoleLLM("memdeliv-test-designs/x", completion=self)
 
@@ -322,7 +323,8 @@ def memory_extractor(episode: Episode, model: DesignModel) -> None:  # `make mem
 
 
 def reasoning_bank(episode: Episode, model: DesignModel) -> None:  # online (judge, extractor) and `make reasoning-bank`
-    from strategies.reasoning_bank import BankOptions, ReasoningBank, distil
+    from strategies.reasoning_bank.strategy import BankOptions, distil
+    from strategies.reasoning_bank import ReasoningBank
 
     ReasoningBank(options={"embed_cache": None}, embedder=CountingEmbedder(), llm=model.llm()).learn(episode.learned)
     distil(episode.stored, "k", model.llm(), BankOptions())
@@ -335,14 +337,14 @@ def dynamic_cheatsheet(episode: Episode, model: DesignModel) -> None:  # the cur
 
 
 def awm(episode: Episode, model: DesignModel) -> None:  # `make awm`'s inducer over the stored episodes
-    from strategies.awm import induction_prompt
-    from strategies.experiences import condense
+    from strategies.awm.strategy import induction_prompt
+    from memory_kit.experiences import condense
 
     model.prompts.append(induction_prompt([condense(episode.stored)]))
 
 
 def awm_online(episode: Episode, model: DesignModel) -> None:  # the judge, then the inducer
-    from strategies.awm_online import AwmOnline
+    from strategies.awm import AwmOnline
 
     AwmOnline(options={}, llm=model.llm()).learn(episode.learned)
 

@@ -1,4 +1,4 @@
-"""`on_demand` (strategies/on_demand.py, docs/memory-tools.md): its recall tool ranked by core_retrieval's retriever,
+"""`on_demand` (strategies/on_demand/strategy.py, docs/memory-tools.md): its recall tool ranked by core_retrieval's retriever,
 a τ² episode whose SCRIPTED agent (not a language model) calls it natively, malformed, or in the prompted text
 format, and the simulated world's planted pull."""
 
@@ -16,8 +16,10 @@ from harness.scripted import simulated
 from harness.scripted.oracle import DONE_MARKER, ScriptedOracle, install
 from harness.serving.providers import register_provider, unregister_provider
 from harness.scripted import simulated_world
-from strategies import Guideline, StepView, TaskView, load_memory
-from strategies.on_demand import NOTICE, TOOL, OnDemand
+from strategies import Guideline, StepView, TaskView
+from memory_kit.memory_file import load_memory
+from strategies.on_demand import OnDemand
+from strategies.on_demand.strategy import NOTICE, TOOL
 
 PROVIDER = "memdeliv-test-puller"
 TASK = TaskView("tau2_retail", "5", "")

@@ -58,7 +58,7 @@ def test_the_job_strategys_learn_updates_the_episodes_own_stream():
     # the harness calls the job's strategy for every trial's episode; each trial's stream learns only its own
     from strategies import TaskView, Trajectory
     from strategies.dynamic_cheatsheet import DynamicCheatsheet
-    from strategies.role_llm import RoleLLM
+    from memory_kit.role_llm import RoleLLM
 
     def curator(**kwargs):
         return {"choices": [{"message": {"content": "<cheatsheet>\n- [dc-1] learned (count: 1)\n</cheatsheet>"}}]}

@@ -10,7 +10,8 @@ import json
 import pytest
 
 from analysis import fmt, power
-from strategies import load_memory, render_guidelines
+from strategies import render_guidelines
+from memory_kit.memory_file import load_memory
 from harness.scripted import simulated_world as world
 
 MODELS = ["memdeliv-simulated/strong", "memdeliv-simulated/small", "openai/gpt-4.1"]

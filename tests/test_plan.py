@@ -1,4 +1,4 @@
-"""`make plan` (analysis/plan.py) and the prices it uses (strategies/prices.py): nothing runs, nothing is called."""
+"""`make plan` (analysis/plan.py) and the prices it uses (memory_kit/prices.py): nothing runs, nothing is called."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import pytest
 
 from analysis import plan
 from analysis.planning.plan_estimate import PRIORS
-from strategies import prices
+from memory_kit import prices
 from strategies import render_guidelines
-from strategies.budget import token_counter
-from strategies import load_memory
+from memory_kit.budget import token_counter
+from memory_kit.memory_file import load_memory
 
 SAMPLE = "strategies/samples/tau2_sample.jsonl"
 

@@ -12,7 +12,8 @@ from tau2.data_model.simulation import Results
 
 from harness.memory.corrupt import Spec, corrupt
 from harness.scripted.simulated import parse_tag
-from strategies import load_memory, render_guidelines
+from strategies import render_guidelines
+from memory_kit.memory_file import load_memory
 from harness.scripted import simulated_world as world
 
 TASKS = ["5", "62", "12"]  # many planted helpers; no write at all; a gold write that fails in tau2's replay

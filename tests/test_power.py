@@ -19,7 +19,8 @@ from analysis.planning import power_world
 from analysis.statistics import stats
 from analysis.statistics.metrics import task_success
 from harness.scripted import simulated_world as world
-from strategies import load_memory, render_guidelines
+from strategies import render_guidelines
+from memory_kit.memory_file import load_memory
 
 SEEDS = range(100)
 

@@ -15,12 +15,15 @@ import strategies
 from ace_fakes import FakeBagOfWordsEmbedder
 from conftest import HUNG_S, REPO, SAMPLE_MEMORY, config_check
 from harness.provenance import ProvenanceError, check_use
-from strategies import Guideline, StepView, TaskView, Trajectory, load_memory
+from strategies import Guideline, StepView, TaskView, Trajectory
+from memory_kit.memory_file import load_memory
 from strategies.base import calls_to
-from strategies.reasoning_bank import (HEADER, INSTRUCTION, JUDGE_TEMPERATURE, KIND, BankOptions, ReasoningBank, load_bank,
-                                       render_bank)
-from strategies.reasoning_bank_prompts import FAILURE_SYSTEM, JUDGE_SYSTEM, SUCCESS_SYSTEM, parse_items
-from strategies.role_llm import SCRIPTED_DESIGNS, RoleLLM, role_model
+from strategies.reasoning_bank.strategy import HEADER, INSTRUCTION, KIND, BankOptions, load_bank, render_bank
+from memory_kit.judge import JUDGE_TEMPERATURE
+from strategies.reasoning_bank import ReasoningBank
+from strategies.reasoning_bank.prompts import FAILURE_SYSTEM, SUCCESS_SYSTEM, parse_items
+from memory_kit.judge import JUDGE_SYSTEM
+from memory_kit.role_llm import SCRIPTED_DESIGNS, RoleLLM, role_model
 
 ITEM = "# Memory Item {i}\n## Title T{i}\n## Description D{i}.\n## Content C{i}.\n"
 

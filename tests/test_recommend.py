@@ -18,7 +18,8 @@ import pytest
 from analysis import recommend
 from analysis.runs import build_cost
 from harness.scripted import simulated_world as world
-from strategies import load_memory, render_guidelines
+from strategies import render_guidelines
+from memory_kit.memory_file import load_memory
 
 
 

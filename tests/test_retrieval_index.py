@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from strategies import Guideline
-from strategies import vector_search
-from strategies.core_retrieval import GuidelineIndex, SelectionOptions
-from strategies.vector_search import faster_option
+from memory_kit import vector_search
+from memory_kit.selection import GuidelineIndex, SelectionOptions
+from memory_kit.vector_search import faster_option
 
 
 def unit(x: np.ndarray) -> np.ndarray:

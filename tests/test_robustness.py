@@ -18,7 +18,8 @@ from analysis.views import robustness
 from analysis.views.plots import dose_response
 from analysis.views.plots import robustness as robustness_plot
 from harness.memory.corrupt import Spec, corrupt, series_path
-from strategies import load_memory, render_guidelines
+from strategies import render_guidelines
+from memory_kit.memory_file import load_memory
 from harness.scripted import simulated_world as world
 from strategies.ace.playbook import Playbook
 from strategies import StepView, TaskView

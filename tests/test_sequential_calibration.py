@@ -45,7 +45,8 @@ def test_planted_truths(truth):
 @pytest.mark.parametrize("profile", ["strong", "small"])
 def test_simulated_profiles(artifact, profile):
     from harness.scripted import simulated_world as world
-    from strategies import load_memory, render_guidelines
+    from strategies import render_guidelines
+    from memory_kit.memory_file import load_memory
 
     guidelines, meta = load_memory(artifact)
     tasks, w = meta["simulated"]["tasks"][:40], world.load_world(artifact)

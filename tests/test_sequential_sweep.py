@@ -17,7 +17,8 @@ from harness.run import compose_job
 from harness.runner import resolve
 from harness.scripted import simulated_world as world
 from harness.store import RunStore
-from strategies import load_memory, render_guidelines
+from strategies import render_guidelines
+from memory_kit.memory_file import load_memory
 
 
 def overrides(artifact: Path, runs: Path, run: str) -> list[str]:

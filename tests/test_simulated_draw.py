@@ -16,7 +16,8 @@ from tau2.data_model.simulation import Results
 
 from harness.scripted import simulated_world as world
 from harness.scripted.simulated import agent_turn, parse_tag
-from strategies import load_memory, render_guidelines
+from strategies import render_guidelines
+from memory_kit.memory_file import load_memory
 
 TASKS = ["5", "9", "12", "17", "62", "64"]
 TRIALS = 2

@@ -30,7 +30,8 @@ from tau2.data_model.simulation import Results
 from analysis import paired_comparisons, summarize
 from harness.scripted import simulated_world as world
 from harness.scripted.simulated import agent_turn, parse_tag
-from strategies import load_memory, render_guidelines, save_memory
+from strategies import render_guidelines
+from memory_kit.memory_file import load_memory, save_memory
 
 # a return (many planted helpers); a task with no write at all; a task whose only gold write fails in tau2's own
 # replay (so leaving it out would not fail the DB check: the agent must fail it another way)

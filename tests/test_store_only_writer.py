@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("foundation", "harness", "strategies", "analysis", "bench", "scripts")
+PACKAGES = ("foundation", "memory_kit", "harness", "strategies", "analysis", "bench", "scripts")
 ROW_FILES = re.compile(r"results\.jsonl|retries\.jsonl|\bRESULTS\b|\bRETRIES\b|results_path|retries_path")
 WRITE_MODE = re.compile(r"""["'][rwxab+t]*[wxa+][rwxab+t]*["']|O_WRONLY|O_RDWR|O_APPEND|O_CREAT""")
 WRITERS = {"write_text", "write_bytes", "write_text_atomic", "write_bytes_atomic", "truncate"}

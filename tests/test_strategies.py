@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from memory_kit.memory_file import load_memory, save_memory, MemoryFileError
 import strategies
 from strategies import Guideline, StepView, StrategyContext, TaskView
 from conftest import SAMPLE_MEMORY, install_readme_plugin
@@ -27,7 +28,7 @@ def test_unknown_strategy_lists_available():
 
 
 def test_full_delivers_every_guideline_at_every_step():
-    guidelines, meta = strategies.load_memory(SAMPLE_MEMORY)
+    guidelines, meta = load_memory(SAMPLE_MEMORY)
     assert meta["kind"] == "sample" and "not learned" in meta["note"].lower()
     full = strategies.create("full", StrategyContext(memory_path=str(SAMPLE_MEMORY)))
     for index in range(3):
@@ -45,15 +46,15 @@ def test_full_without_memory_says_how_to_give_one():
 def test_memory_file_roundtrip_and_errors(tmp_path):
     g = Guideline(id="a", text="Do X", category="recovery", support=2, source_task_ids=("1", "2"))
     path = tmp_path / "m.jsonl"
-    strategies.save_memory(path, [g], meta={"kind": "learned"})
-    loaded, meta = strategies.load_memory(path)
+    save_memory(path, [g], meta={"kind": "learned"})
+    loaded, meta = load_memory(path)
     assert loaded == [g] and meta == {"kind": "learned"}
     path.write_text('{"id": "a", "text": "x", "category": "vibes"}\n')
-    with pytest.raises(strategies.MemoryFileError, match=r"m.jsonl:1: category 'vibes'"):
-        strategies.load_memory(path)
+    with pytest.raises(MemoryFileError, match=r"m.jsonl:1: category 'vibes'"):
+        load_memory(path)
     path.write_text('{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n')
-    with pytest.raises(strategies.MemoryFileError, match=r":2: duplicate"):
-        strategies.load_memory(path)
+    with pytest.raises(MemoryFileError, match=r":2: duplicate"):
+        load_memory(path)
 
 
 def test_plugin_package_is_found_through_its_entry_point(tmp_path, monkeypatch):
@@ -62,7 +63,7 @@ def test_plugin_package_is_found_through_its_entry_point(tmp_path, monkeypatch):
     assert "first_k" in strategies.available()
     plugin = strategies.create("first_k", StrategyContext(memory_path=str(SAMPLE_MEMORY)))
     delivery = plugin.deliver(TASK, StepView(index=0))
-    assert delivery.ids == [g.id for g in strategies.load_memory(SAMPLE_MEMORY)[0][:2]]
+    assert delivery.ids == [g.id for g in load_memory(SAMPLE_MEMORY)[0][:2]]
     plugin = strategies.create("first_k", StrategyContext(options={"k": 3}, memory_path=str(SAMPLE_MEMORY)))
     assert len(plugin.deliver(TASK, StepView(index=0)).ids) == 3
     sys.modules.pop("my_plugin", None)
@@ -152,7 +153,7 @@ def test_a_strategybase_plugin_that_learns_in_update_is_called_through_learn():
         assert built.learn("t1") == {} and built.learn("t2", None, None, 3) == {}
         assert built.inner.seen == ("t1", "t2") and built.for_trial(0) is built
         current = strategies.create("none", StrategyContext())  # a strategy of today is not wrapped
-        assert type(current).__module__ == "strategies.none"
+        assert type(current).__module__ == "strategies.none.strategy"
     finally:
         strategies.registry._REGISTRY.extra.pop("old_updater", None)
 

@@ -20,7 +20,7 @@ from strategies.ace.llm import JsonLLM
 from strategies.ace.playbook import Playbook
 from strategies.ace.retrieval import AceRetrieval
 from strategies import StepView, TaskView
-from strategies.prices import price_of
+from memory_kit.prices import price_of
 
 def strategy_usage(fields: dict) -> dict:
     """The strategy role of a row's (or a ledger's) usage by role; {} when it made no call."""
@@ -72,7 +72,7 @@ def test_a_paid_embedding_is_a_strategy_call(monkeypatch):
     import litellm
     from types import SimpleNamespace
 
-    from strategies.embeddings import LiteLLMEmbedder
+    from memory_kit.embeddings import LiteLLMEmbedder
 
     def embedding(model, input, **kwargs):  # FAKE provider: 5 tokens per text
         return SimpleNamespace(data=[{"index": i, "embedding": [1.0, float(i)]} for i in range(len(input))],

@@ -11,7 +11,7 @@ from tau2.metrics.agent_metrics import compute_metrics
 from analysis import load_records, pass_hat_ks
 from analysis.statistics.metrics import valid
 from conftest import SAMPLE_MEMORY, read_records, run_cli
-from strategies import load_memory
+from memory_kit.memory_file import load_memory
 
 SAMPLE_IDS = [g.id for g in load_memory(SAMPLE_MEMORY)[0]]
 

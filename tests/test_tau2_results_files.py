@@ -16,7 +16,7 @@ from analysis.export_tau2 import cell_name, export
 from analysis.export_tau2 import main as export_main
 from analysis.statistics.metrics import GROUP, valid, with_assembly
 from conftest import SAMPLE_MEMORY, read_records, run_cli
-from strategies import load_memory
+from memory_kit.memory_file import load_memory
 
 TRIALS = 3
 

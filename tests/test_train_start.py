@@ -14,10 +14,11 @@ from conftest import SAMPLE_MEMORY, config_check, read_records
 from harness.memory import cheatsheet, reasoning_bank, workflows
 from harness.run import exit_status
 from harness.run import main as run_main
-from strategies import StepView, StrategyContext, TaskView, load_memory, save_memory
-from strategies.awm_online import AwmOnline
-from strategies.cheatsheet_artifact import KIND
-from strategies.role_llm import RoleLLM
+from strategies import StepView, StrategyContext, TaskView
+from memory_kit.memory_file import load_memory, save_memory
+from strategies.awm import AwmOnline
+from strategies.dynamic_cheatsheet.artifact import KIND
+from memory_kit.role_llm import RoleLLM
 from test_awm_online import Scripted, _episode
 
 LEARNERS = ("reasoning_bank", "dynamic_cheatsheet", "awm_online")

@@ -15,7 +15,7 @@ from harness.config import SCHEMAS
 
 REPO = Path(__file__).resolve().parent.parent
 BELOW_THE_ENTRY = ("harness/runner", "harness/benchmarks", "harness/assembly", "harness/serving", "harness/store",
-                   "strategies")
+                   "strategies", "memory_kit")
 
 
 def config_reads(source: str, filename: str = "<source>") -> list[str]:

@@ -1,5 +1,5 @@
 """The token estimates behind `make plan` (analysis/plan.py): the prior, a pilot's figures carried to the planned
-tasks, the memory block counted from the artifact, and USD per role (strategies/prices.py). Pure: no I/O but
+tasks, the memory block counted from the artifact, and USD per role (memory_kit/prices.py). Pure: no I/O but
 reading the memory artifact."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any, Optional
 import pandas as pd
 
 from analysis.statistics.metrics import BASELINE
-from strategies.prices import Price
+from memory_kit.prices import Price
 
 # The prior per benchmark family. tau2: measured with the scripted oracle on tau2_retail test, 20 tasks (docs/cost.md):
 # steps = steps_per_gold x gold actions + steps_fixed; agent prompt at step i (0-based) = first_prompt + growth x i
@@ -51,7 +51,7 @@ def memory_block_tokens(strategy: str, memory: Optional[str], model: str, option
     """Tokens of the block the strategy delivers at a step, and what the figure stands for: the strategy's own
     declaration (`plan_estimate`, strategies/plan_block.py), counted from the artifact with its own rendering."""
     from strategies import strategy_class
-    from strategies.budget import token_counter
+    from memory_kit.budget import token_counter
     from strategies.plan_block import full_block
 
     count = token_counter(model)

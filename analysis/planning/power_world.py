@@ -34,7 +34,8 @@ ARMS: dict[str, Callable[[list[Any]], list[Any]]] = {
 def simulated_ps(profile: str, artifact: str, limit: int) -> dict[str, dict[str, float]]:
     """strategy (none, full, core) -> task id -> planted p, for the artifact's first `limit` tasks."""
     from harness.scripted import simulated_world as world
-    from strategies import load_memory, render_guidelines
+    from strategies import render_guidelines
+    from memory_kit.memory_file import load_memory
 
     prof, w = world.profile(profile), world.load_world(artifact)  # WorldError before anything else
     guidelines, meta = load_memory(artifact)

@@ -31,7 +31,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
-import strategies
+from memory_kit.memory_file import MemoryFileError
 from foundation.terminal import wrap
 from harness.config import CONFIG_DIR
 from harness.checks import ConfigError, prepare
@@ -44,7 +44,7 @@ from harness.scripted import ace_roles
 from harness.serving.faults import ProviderUnusable
 from harness.store import RunStore, now_iso
 from strategies.ace.playbook import load_playbook
-from strategies.memory_file import learned_from
+from memory_kit.memory_file import learned_from
 from strategies.ace.adapt import DEFAULT_REFLECTION_ROUNDS
 from strategies.ace.strategy import HISTORY, LATEST
 
@@ -302,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
         result = adapt(args)
-    except (ConfigError, strategies.MemoryFileError, ValueError, ProviderUnusable) as exc:  # + bad key / model
+    except (ConfigError, MemoryFileError, ValueError, ProviderUnusable) as exc:  # + bad key / model
         print(f"ace_adapt: error: {exc}", file=sys.stderr)
         return 2
     except LearningFailed as exc:

@@ -38,17 +38,18 @@ from harness.serving.faults import ProviderUnusable
 from harness.serving.model_client import ModelClient
 from harness.settings import BenchmarkSettings, ModelSettings
 from harness.serving.models import ModelConfigError, open_model
-from strategies.memory_file import learned_from
+from memory_kit.memory_file import learned_from
 from harness.scripted import reflector
 from harness.row import latest_per_episode
 from harness.store import RunStore, now_iso
-from strategies import Trajectory, save_memory
+from strategies import Trajectory
+from memory_kit.memory_file import save_memory
 from foundation.atomic import write_text_atomic
 from foundation.terminal import wrap
-from strategies.consolidation import consolidate
-from strategies.consolidation_altk import DEFAULT_TARGET, check_mode, consolidate_altk
-from strategies.embeddings import make_embedder
-from strategies.extraction import extract
+from memory_kit.consolidation import consolidate
+from memory_kit.consolidation_altk import DEFAULT_TARGET, check_mode, consolidate_altk
+from memory_kit.embeddings import make_embedder
+from memory_kit.extraction import extract
 
 TRAIN = "train"
 CONSOLIDATIONS = ("none", "lossless", "lossy", "text")  # the first three: ALTK-Evolve's consolidation_mode

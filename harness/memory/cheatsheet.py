@@ -1,5 +1,5 @@
 """`python -m harness.memory.cheatsheet --name NAME [options] -- RUN OVERRIDES` (`make cheatsheet`): the train
-artifact strategy `dynamic_cheatsheet` can start from (strategies/dynamic_cheatsheet.py, cheatsheet_artifact.py).
+artifact strategy `dynamic_cheatsheet` can start from (strategies/dynamic_cheatsheet/strategy.py, artifact.py).
 
 1. collect: the agent with strategy `none` on the TRAIN split (harness/memory/build.py's collection, the run
    runs/memory/NAME, resumable; `--no-collect` uses the stored run);
@@ -28,11 +28,12 @@ from harness.memory.build import TRAIN, load_trajectories
 from harness.memory.design_llm import design_llm, priced_usage
 from harness.memory.design_main import builder_main
 from harness.store import now_iso
-from strategies import StepView, save_memory
-from strategies.cheatsheet_artifact import KIND, artifact_rows
-from strategies.dc_retrieval_synthesis import RetrievalSynthesisCheatsheet
+from strategies import StepView
+from memory_kit.memory_file import save_memory
+from strategies.dynamic_cheatsheet.artifact import KIND, artifact_rows
+from strategies.dynamic_cheatsheet.retrieval_synthesis import RetrievalSynthesisCheatsheet
 from strategies.dynamic_cheatsheet import DynamicCheatsheet
-from strategies.role_llm import SCRIPTED_DESIGNS
+from memory_kit.role_llm import SCRIPTED_DESIGNS
 
 
 def build(run_dir: Path, out: Path, model: str | None = None) -> dict[str, Any]:

@@ -33,7 +33,8 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from harness.memory.corrupt_text import LLMRewriter, near_copy, rule_contradict, unrelated
-from strategies import Guideline, load_memory, save_memory
+from strategies import Guideline
+from memory_kit.memory_file import load_memory, save_memory
 from strategies.ace.playbook import KIND, Playbook, artifact_kind, load_playbook
 
 KINDS = ("contradict", "stale", "irrelevant", "duplicate")

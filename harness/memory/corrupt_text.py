@@ -5,7 +5,7 @@
   says the opposite in the lesson's own words, which a real model may see through more easily than a fluent lie.
 * `LLMRewriter`: a LiteLLM model rewrites each lesson to advise the opposite or a wrong tool / argument, for real
   runs. Every answer is cached on disk (keyed by model, prompt version and lesson text), so a rerun is free and
-  identical; the calls made are counted and priced (strategies/prices.py; None when the model has no price).
+  identical; the calls made are counted and priced (memory_kit/prices.py; None when the model has no price).
 * `near_copy`: a near-duplicate of a lesson (a reminder prefix), for the `duplicate` kind.
 * `unrelated`: lessons from unrelated tasks, for the `irrelevant` kind, drawn from a fixed pool with a seed.
 """
@@ -134,7 +134,7 @@ class LLMRewriter:
 
     def facts(self) -> dict[str, Any]:
         """What `_meta.corrupted.rewriter` records: the calls this build made and their price."""
-        from strategies.prices import price_of
+        from memory_kit.prices import price_of
 
         price = price_of(self.model)
         cost = price.cost(self.prompt_tokens, self.completion_tokens) if price else None

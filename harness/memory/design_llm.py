@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from strategies.prices import price_of
-from strategies.role_llm import RoleLLM, role_model
+from memory_kit.prices import price_of
+from memory_kit.role_llm import RoleLLM, role_model
 
 
 def design_llm(config: dict[str, Any], model: str | None, **kwargs: Any) -> RoleLLM:

@@ -1,5 +1,5 @@
 """`python -m harness.memory.experiences --name NAME [options] -- RUN OVERRIDES` (`make experiences`): the
-experiences artifact of `exp_rag` and `long_context` (strategies/experiences.py).
+experiences artifact of `exp_rag` and `long_context` (memory_kit/experiences.py).
 
 1. collect: the agent with strategy `none` on the TRAIN split, as `make memory` does (harness/memory/build.py's
    collection, the same run directory runs/memory/NAME, resumable; `--no-collect` uses the stored run);
@@ -24,8 +24,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from foundation.terminal import wrap
 from harness.memory.build import TRAIN, BuildError, collect, load_trajectories, split_argv
 from harness.store import now_iso
-from strategies import save_memory
-from strategies.experiences import DEFAULT_MAX_CHARS, KIND, experience
+from memory_kit.memory_file import save_memory
+from memory_kit.experiences import DEFAULT_MAX_CHARS, KIND, experience
 
 
 def build(run_dir: Path, out: Path, with_outcome: bool = True, max_chars: int = DEFAULT_MAX_CHARS

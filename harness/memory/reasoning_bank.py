@@ -1,5 +1,5 @@
 """`python -m harness.memory.reasoning_bank --name NAME [options] -- RUN OVERRIDES` (`make reasoning-bank`): the
-offline ReasoningBank of strategy `reasoning_bank`, learned from train (strategies/reasoning_bank.py).
+offline ReasoningBank of strategy `reasoning_bank`, learned from train (strategies/reasoning_bank/strategy.py).
 
 1. collect: the agent with strategy `none` on the TRAIN split (harness/memory/build.py's collection, the run
    runs/memory/NAME, resumable; `--no-collect` uses the stored run);
@@ -25,9 +25,9 @@ from harness.memory.build import TRAIN, load_trajectories
 from harness.memory.design_llm import design_llm, priced_usage
 from harness.memory.design_main import builder_main
 from harness.store import now_iso
-from strategies import save_memory
-from strategies.reasoning_bank import JUDGES, KIND, BankOptions, distil
-from strategies.role_llm import SCRIPTED_DESIGNS
+from memory_kit.memory_file import save_memory
+from strategies.reasoning_bank.strategy import JUDGES, KIND, BankOptions, distil
+from memory_kit.role_llm import SCRIPTED_DESIGNS
 
 
 def build(run_dir: Path, out: Path, model: str | None = None, judge: str = "self") -> dict[str, Any]:

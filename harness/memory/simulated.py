@@ -32,8 +32,9 @@ from harness import benchmarks
 from harness.config import CONFIG_DIR, section_settings
 from harness.scripted.simulated_world import LABEL
 from harness.settings import BenchmarkSettings
-from strategies.memory_file import learned_from
-from strategies import Guideline, save_memory
+from memory_kit.memory_file import learned_from
+from strategies import Guideline
+from memory_kit.memory_file import save_memory
 
 if TYPE_CHECKING:
     from harness.benchmarks.tau2.adapter import Tau2Benchmark

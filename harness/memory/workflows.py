@@ -1,5 +1,5 @@
 """`python -m harness.memory.workflows --name NAME [options] -- RUN OVERRIDES` (`make awm`): the workflows artifact
-of strategy `awm` (Agent Workflow Memory, offline; strategies/awm.py).
+of strategy `awm` (Agent Workflow Memory, offline; strategies/awm/strategy.py).
 
 1. collect: the agent with strategy `none` on the TRAIN split (harness/memory/build.py's collection, the run
    runs/memory/NAME, resumable; `--no-collect` uses the stored run);
@@ -7,7 +7,7 @@ of strategy `awm` (Agent Workflow Memory, offline; strategies/awm.py).
    annotated demonstrations, mind2web/offline_induction.py), each the task as the agent saw it (the episode's
    first user message) and the benchmark's gold actions (`gold_solution`), or, with `--demonstrations successes`
    (and for a benchmark without gold solutions), the agent's own successful episodes (their train label), condensed
-   one per line (strategies/experiences.py), go to ONE call of the model (the reference: one per website; here one
+   one per line (memory_kit/experiences.py), go to ONE call of the model (the reference: one per website; here one
    per benchmark domain), with AWM's instruction and one-shot example, temperature 0, max_tokens 1024;
 3. write runs/memory/NAME/awm/workflows.jsonl (`_meta.kind: workflows`, `learned_from`: the train tasks) and
    build.json beside it (the call's tokens and USD: the build cost).
@@ -32,11 +32,12 @@ from harness.memory.design_llm import design_llm, priced_usage
 from harness.memory.design_main import builder_main
 from harness.settings import BenchmarkSettings
 from harness.store import now_iso
-from strategies import Guideline, Trajectory, save_memory
-from strategies.awm import INSTRUCTION, KIND, MAX_TOKENS, TEMPERATURE, induction_prompt, parse_workflows
-from strategies.experiences import condense
-from strategies.reasoning_bank_prompts import query_of
-from strategies.role_llm import SCRIPTED_DESIGNS
+from strategies import Guideline, Trajectory
+from memory_kit.memory_file import save_memory
+from strategies.awm.strategy import INSTRUCTION, KIND, MAX_TOKENS, TEMPERATURE, induction_prompt, parse_workflows
+from memory_kit.experiences import condense
+from memory_kit.extraction import query_of
+from memory_kit.role_llm import SCRIPTED_DESIGNS
 
 
 DEMONSTRATIONS = ("gold", "successes")

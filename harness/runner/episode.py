@@ -25,7 +25,7 @@ from harness.serving.faults import ProviderUnusable
 from harness.serving.models import ModelSpec
 from harness.settings import plain
 from strategies import Strategy
-from strategies.role_client import RoleClient
+from memory_kit.role_client import RoleClient
 from harness.store import now_iso
 
 

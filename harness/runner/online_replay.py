@@ -23,7 +23,7 @@ from harness.row import Row
 from harness.runner.reflect_and_retry import shown
 from harness.runner.stream_state import StreamStates
 from strategies import Strategy
-from strategies.role_client import RoleCallFailed
+from memory_kit.role_client import RoleCallFailed
 
 
 def episode_key(task_id: str, trial: int) -> str:

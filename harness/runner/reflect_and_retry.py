@@ -33,7 +33,7 @@ from harness.runner.stream_state import StreamStates
 from harness.serving.faults import ProviderUnusable
 from harness.store import RunStore
 from strategies import Strategy, Trajectory
-from strategies.role_client import RoleCallFailed
+from memory_kit.role_client import RoleCallFailed
 
 Learn = Callable[[Trajectory, Task, int], Mapping[str, Any]]  # an online learner's update: -> the row's facts
 

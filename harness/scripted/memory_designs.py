@@ -1,5 +1,5 @@
 """`memdeliv-scripted-designs/roles`: SCRIPTED answers (not a language model) to the prompts of the field's memory
-designs (strategies/reasoning_bank_prompts.py), served through LiteLLM so their builders and online updates run
+designs (strategies/reasoning_bank/prompts.py), served through LiteLLM so their builders and online updates run
 offline on the scripted and simulated models.
 
 - ReasoningBank's judge: `Status: "success"` when the agent made at least one tool call, else `"failure"`;
@@ -22,12 +22,12 @@ import litellm
 from litellm import CustomLLM, ModelResponse
 
 from harness.serving.providers import Provider, register_provider
-from strategies.awm import INSTRUCTION as AWM_INSTRUCTION
-from strategies.awm import SUMMARY
-from strategies.dc_retrieval_synthesis import RS_CURATOR_SYSTEM
-from strategies.dynamic_cheatsheet import CURATOR_SYSTEM
-from strategies.reasoning_bank_prompts import JUDGE_SYSTEM
-from strategies.role_llm import SCRIPTED_DESIGNS
+from strategies.awm.strategy import INSTRUCTION as AWM_INSTRUCTION
+from strategies.awm.strategy import SUMMARY
+from strategies.dynamic_cheatsheet.retrieval_synthesis import RS_CURATOR_SYSTEM
+from strategies.dynamic_cheatsheet.strategy import CURATOR_SYSTEM
+from memory_kit.judge import JUDGE_SYSTEM
+from memory_kit.role_llm import SCRIPTED_DESIGNS
 
 PROVIDER = SCRIPTED_DESIGNS.split("/", 1)[0]
 _TOOL_CALL = re.compile(r"^\[assistant -> tool\] (\w+)\(", re.M)

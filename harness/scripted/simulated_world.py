@@ -22,7 +22,7 @@ as a plain definition (tests/test_import_graph.py's SHARED_DEFINITIONS) without 
   world is exactly the one above (the harm term is 0 and nothing the agent writes changes).
 * *Memory tokens* = the gpt-4o token count of every memory bullet line in the system and user messages.
 * *Content* is what a bullet's text is: a bullet whose text is no guideline of the artifact (the `placebo`
-  control arm's neutral lines, strategies/placebo.py) delivers nothing and costs its tokens, so placebo pays the
+  control arm's neutral lines, strategies/placebo/) delivers nothing and costs its tokens, so placebo pays the
   length term of the block it matches and none of the lift (docs/controls.md).
 * *The memory instruction* is read when a system or user line ends with the instruction `full`'s frame carries
   (strategies.base.INSTRUCTION; `protocol_only` delivers that frame alone). Its planted effect is
@@ -95,7 +95,7 @@ PROFILES = {
     "small": Profile("small", base=0.50, lift=0.02, rot=0.12, threshold=600, harm=0.15,
                      instruction=INSTRUCTION_EFFECT, pull=0.5),
 }
-PULL_TOOL = "recall_guidelines"  # the memory tool the simulated agent knows how to call (strategies/on_demand.py)
+PULL_TOOL = "recall_guidelines"  # the memory tool the simulated agent calls (strategies/on_demand/strategy.py)
 
 
 class WorldError(ValueError):

@@ -17,7 +17,7 @@ from harness import secrets
 from harness.settings import ModelSettings, plain
 from harness.serving.model_client import ModelClient, supports_native_tools
 from harness.serving.providers import Provider, serve
-from strategies import prices
+from memory_kit import prices
 
 
 class ModelConfigError(ValueError):

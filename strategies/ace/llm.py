@@ -1,5 +1,5 @@
 """One JSON-answering model call, parsed strictly: the ACE roles' (Reflector, Curator, the LLM ranker). The call
-itself is the kit's client (strategies/role_client.py: the run's model and key, the harness's retries and backoff,
+itself is the kit's client (memory_kit/role_client.py: the run's model and key, the harness's retries and backoff,
 each answered call reported with its tokens and price, so the episode it belongs to counts it like an agent call).
 
 `completion` defaults to `litellm.completion`; tests inject a scripted callable (or register a fake
@@ -15,8 +15,8 @@ from typing import Any
 
 import jsonschema
 
-from strategies.prices import usage_counts
-from strategies.role_client import RoleCallFailed, RoleClient, RoleProviderUnusable, content, short
+from memory_kit.prices import usage_counts
+from memory_kit.role_client import RoleCallFailed, RoleClient, RoleProviderUnusable, content, short
 
 JSON_MODES = ("schema", "object", "none")
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)

@@ -14,8 +14,9 @@ from strategies.ace.playbook import Playbook, load_playbook
 from strategies.ace.pruning import EmbeddingCache
 from strategies.ace.strategy import LATEST, ONLINE_OPTIONS, RENAMED, SNAPSHOTS, AcePlaybook, check_options, now_utc
 from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory, trial_of
-from strategies.budget import token_counter
-from strategies.memory_file import learned_from, read_playbook_or_guidelines
+from memory_kit.budget import token_counter
+from memory_kit.memory_file import learned_from
+from strategies.ace.strategy import read_playbook_or_guidelines
 from strategies.plan_block import PlanEstimate, full_block
 from strategies.registry import StrategyContext
 
@@ -301,6 +302,6 @@ def _role(options: dict[str, Any], role: str, ctx: StrategyContext) -> JsonLLM:
 
 
 def _embedder(options: dict[str, Any]) -> Any:
-    from strategies.embeddings import make_embedder  # lazy: the model loads only when dedup is on
+    from memory_kit.embeddings import make_embedder  # lazy: the model loads only when dedup is on
 
     return make_embedder(options.get("embedder", "minilm"))

@@ -1,6 +1,6 @@
 """The ACE playbook as data: bullets `[id] helpful=X harmful=Y :: text` in named sections.
 
-On disk it belongs to the memory-artifact family (JSON lines, see strategies/memory_file.py):
+On disk it belongs to the memory-artifact family (JSON lines, see memory_kit/memory_file.py):
 
     {"_meta": {"kind": "ace_playbook", "next_id": 4, ...}}
     {"id": "str-00001", "section": "strategies_and_insights", "content": "...", "helpful": 2, "harmful": 0,
@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 from foundation.atomic import write_text_atomic
 from strategies.base import Guideline
-from strategies.artifact_rows import MemoryFileError, read_rows
+from memory_kit.artifact_rows import MemoryFileError, read_rows
 
 KIND = "ace_playbook"
 

@@ -30,11 +30,11 @@ from strategies.ace.llm import JSON_MODES, JsonLLM
 from strategies.ace.playbook import Playbook, learned_with_labels
 from strategies.ace.roles import cited_steps
 from strategies.base import Delivery, Embedder, StepView, StrategyBase, TaskView, Trajectory, seen_task_text
-from strategies.budget import budget_option, fit_budget, token_counter
-from strategies.memory_file import read_playbook_or_guidelines
+from memory_kit.budget import budget_option, fit_budget, token_counter
+from strategies.ace.strategy import read_playbook_or_guidelines
 from strategies.options import check_types
 from strategies.registry import StrategyContext
-from strategies.vector_search import rank_rows
+from memory_kit.vector_search import rank_rows
 
 NAME = "ace_retrieval"
 RANKERS = ("embedding", "llm")
@@ -46,7 +46,7 @@ RANKER_SYSTEM = ("You select the playbook bullets most useful for the task below
 class RetrievalOptions:
     top_k: int = 5  # ace-agent/ace's retriever: the top 5 bullets
     ranker: str = "embedding"  # embedding | llm
-    embedder: str = "minilm"  # strategies.embeddings.make_embedder spec
+    embedder: str = "minilm"  # memory_kit.embeddings.make_embedder spec
     embed_cache: str | None = ".cache/embeddings"
     playbook: str | None = None  # null: the run's memory= artifact (a playbook or a guideline file)
     cite: bool = True
@@ -93,7 +93,7 @@ class AceRetrieval(StrategyBase):
         self._vectors: np.ndarray | None = None
         if self.opts.ranker == "embedding" and self._bullets and self.opts.top_k:
             if embedder is None:
-                from strategies.embeddings import make_embedder
+                from memory_kit.embeddings import make_embedder
 
                 embedder = make_embedder(self.opts.embedder, cache_dir=self.opts.embed_cache)
             self._vectors = np.asarray(embedder.embed([b.content for b in self._bullets]), dtype=np.float32)

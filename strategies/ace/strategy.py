@@ -22,14 +22,14 @@ from typing import Any, Callable
 
 from strategies.ace.adapt import AceSettings
 from strategies.ace.llm import JSON_MODES
-from strategies.ace.playbook import CITE_LINE, HEADER, Playbook, learned_with_labels
-from strategies.memory_file import read_playbook_or_guidelines
+from strategies.ace.playbook import CITE_LINE, HEADER, KIND, Playbook, artifact_kind, learned_with_labels, load_playbook
+from memory_kit.memory_file import load_memory
 from strategies.plan_block import NO_ARTIFACT, PlanEstimate, artifact_items
 from strategies.ace.pruning import enforce_budget
 from strategies.ace.pruning import drop_order
 from strategies.ace.roles import cited_steps
 from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory
-from strategies.budget import budget_option, fit_budget, token_counter
+from memory_kit.budget import budget_option, fit_budget, token_counter
 from strategies.frame import Frame
 from strategies.options import check_types
 from strategies.registry import StrategyContext
@@ -194,3 +194,11 @@ class AcePlaybook(StrategyBase):
         playbook, meta = read_playbook_or_guidelines(source)
         return cls(playbook, settings=AceSettings.from_options(options), count_tokens=token_counter(ctx.model),
                    artifacts_dir=ctx.artifacts_dir, meta={**meta, "source": str(source)}, options=options)
+
+
+def read_playbook_or_guidelines(path: str | Path) -> tuple[Any, dict[str, Any]]:
+    """An ACE playbook as is; a plain guideline artifact converted to bullets (counters zero)."""
+    if artifact_kind(path) == KIND:
+        return load_playbook(path)
+    guidelines, meta = load_memory(path)
+    return Playbook.from_guidelines(guidelines), {**meta, "converted_from": str(path)}

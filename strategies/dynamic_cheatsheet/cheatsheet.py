@@ -1,0 +1,137 @@
+"""What both Dynamic Cheatsheet variants share (strategy.py and retrieval_synthesis.py beside this file): the
+options, the reference's initial cheatsheet and tag extraction, and one delivered cheatsheet per trial stream."""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, Mapping, Optional
+
+from strategies.base import Delivery, Guideline, StepView, StrategyBase, TaskView, Trajectory, learner_start
+from strategies.frame import Frame, chosen, frame_option
+from strategies.options import check_types
+from strategies.plan_block import PlanEstimate
+from memory_kit.role_llm import RoleLLM
+
+EMPTY_CHEATSHEET = "(empty)"  # the reference's initial cheatsheet
+VARIANTS = ("cumulative", "retrieval_synthesis")  # run_benchmark.py approach names DynamicCheatsheet_<Variant>
+FRAME = Frame("cheatsheet", "", "")  # the reference's bare tags: no header, no instruction
+_TAGGED = re.compile(r"<cheatsheet>(.*?)</cheatsheet>", re.S | re.I)
+
+
+def extract_cheatsheet(answer: str, old: str) -> str:
+    """The text between the FIRST pair of <cheatsheet> tags, as the reference's extractor takes it
+    (suzgunmirac/dynamic-cheatsheet utils/extractor.py extract_cheatsheet: one regex search); the old cheatsheet
+    when there is none (or it is empty)."""
+    found = _TAGGED.search(answer or "")
+    return found.group(1).strip() if found and found.group(1).strip() else old
+
+
+@dataclass(frozen=True)
+class CheatsheetOptions:
+    temperature: float = 0.0  # language_model.py advance_round: temperature=0.0
+    max_tokens: int = 4096  # the curator's call: 2 x max_tokens (2048)
+    model: str | None = None  # the curator; null: the run's model (a scripted run: the SCRIPTED designs model)
+    variant: str = "cumulative"
+    # retrieval_synthesis only: the past episodes of the stream retrieved per task (retrieve_top_k=3) and their
+    # embedder (the reference's inputs are embedded with OpenAI's; ours offline by default, as core_retrieval's)
+    top_k: int = 3
+    embedder: str = "minilm"
+    embed_cache: str | None = ".cache/embeddings"
+    frame: str = "own"  # own | neutral: the common instruction (strategies/frame.py)
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> "CheatsheetOptions":
+        unknown = set(options) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ValueError(f"dynamic_cheatsheet: unknown option(s) {sorted(unknown)}")
+        check_types("dynamic_cheatsheet", cls, dict(options))
+        opts = cls(**options)
+        if opts.max_tokens < 1 or opts.top_k < 1 or opts.variant not in VARIANTS:
+            raise ValueError(f"dynamic_cheatsheet: need max_tokens >= 1, top_k >= 1, variant in {VARIANTS}; "
+                             f"got max_tokens={opts.max_tokens}, top_k={opts.top_k}, variant={opts.variant!r}")
+        frame_option("dynamic_cheatsheet", options)
+        return opts
+
+
+@dataclass
+class Cheatsheet(StrategyBase):
+    """One cheatsheet, delivered whole at every step; a variant says how it is rewritten (`learn`, `deliver`)."""
+
+    name: str = "dynamic_cheatsheet"
+    known_options = tuple(f.name for f in fields(CheatsheetOptions))
+    memory_entry_only = True  # memory= is not read: "(empty)" unless memory_by_strategy.dynamic_cheatsheet is given
+    trial_streams = True
+    frame = FRAME
+    learns_online: bool = True
+    llm: Optional[RoleLLM] = None
+    cheatsheet: str = EMPTY_CHEATSHEET
+    start: Optional[dict[str, Any]] = None  # the train artifact's state every stream starts from (None: "(empty)")
+    stream_trial: int = 0  # the trial whose stream this is (0: the job's strategy, which holds the others)
+    _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
+    _streams: dict[int, "Cheatsheet"] = field(init=False, repr=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.opts = CheatsheetOptions.from_options(self.options)
+
+    def deliver(self, task: TaskView, step: StepView) -> Delivery:
+        with self._lock:
+            text = self.cheatsheet
+        return delivered(text, chosen(self.frame, self.options))
+
+    def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
+        return learner_start(self.start is not None)
+
+    def curator(self) -> RoleLLM:
+        assert self.llm is not None, "dynamic_cheatsheet learns only when built with a model (create)"
+        return self.llm.with_kwargs(temperature=self.opts.temperature, max_tokens=self.opts.max_tokens)
+
+    def new_stream(self) -> "Cheatsheet":
+        return type(self)(options=dict(self.options), llm=self.llm, start=self.start)
+
+    def started(self) -> "Cheatsheet":
+        """This stream at its start: the train artifact's state when it was given one."""
+        if self.start is not None:
+            with self._lock:
+                self.set_state_data(self.start)
+        return self
+
+    def stream_state(self, trial: int) -> dict[str, Any]:
+        stream = self.for_trial(trial)
+        with stream._lock:
+            return stream.state_data()
+
+    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
+        stream = self.for_trial(trial)
+        with stream._lock:
+            stream.set_state_data(state)
+
+    def state_data(self) -> dict[str, Any]:
+        """This stream as data (a variant adds what it keeps); called under the stream's lock."""
+        return {"cheatsheet": self.cheatsheet}
+
+    def set_state_data(self, state: Mapping[str, Any]) -> None:
+        self.cheatsheet = str(state["cheatsheet"])
+
+    def for_trial(self, trial: int) -> "Cheatsheet":
+        if trial == 0:
+            return self
+        with self._lock:  # each trial its own stream from the same start
+            if trial not in self._streams:
+                self._streams[trial] = self.new_stream().started()
+                self._streams[trial].stream_trial = trial
+            return self._streams[trial]
+
+    @classmethod
+    def validate_options(cls, options: dict[str, Any]) -> None:
+        CheatsheetOptions.from_options(options)
+
+    @classmethod
+    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
+        return PlanEstimate(float(count(delivered(EMPTY_CHEATSHEET).text)), "the (empty) cheatsheet it starts from "
+                            "(it grows online; its curator calls are not in this estimate)", {"dc_curator": 1.0})
+
+
+def delivered(text: str, frame: Frame = FRAME) -> Delivery:
+    return Delivery((Guideline(id="dc-cheatsheet", text=text),), frame.wrap([text]))

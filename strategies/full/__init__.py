@@ -1,0 +1,5 @@
+"""`full`, every guideline at every step: strategy (the class)."""
+
+from strategies.full.strategy import FullMemory
+
+__all__ = ["FullMemory"]

@@ -1,0 +1,190 @@
+"""`placebo`: a control arm. At every step, neutral text with no task information, of the same token count as a
+reference strategy's delivery on that step, under the reference's own header and placement (agent-memory-bench's
+length-matched placebo; docs/controls.md).
+
+The reference (option `match`: `full`, the default, or any design that declares its frame, strategies/frame.py)
+is built here from the reference's memory artifact (`memory_of`: its memory_by_strategy entry) and asked for its
+delivery at each step; its frame (tag, header, instruction; ACE's section headings, a budget's omission note) is
+kept, and every other line becomes a line of the same token count (the run's tokenizer,
+as `full` counts its block) drawn from a fixed neutral text shipped beside this module (`placebo_text.txt`:
+self-written nature prose, no tool, policy or domain word). A bullet keeps its shape with a placebo id (`[p1]`,
+ACE's counters kept), so a reader that knows memory by its bullets sees as many bullets, none of them a lesson.
+
+Deterministic per task and step: the text depends only on the task id and the reference's delivery, so it is
+as stable within an episode as the reference is (a `full` block's placebo is cacheable as `full` is).
+`full − placebo` is the content's effect, `placebo − none` the length's. The reference never learns: an online
+design's placebo matches its starting block; `length_tokens` sets the content's tokens per step instead (a grown
+block's size, read from the design's run), under the design's frame.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Mapping, Optional
+
+from strategies.base import Delivery, StepView, Strategy, StrategyBase, TaskView, Trajectory
+from memory_kit.budget import token_counter
+from strategies.frame import Frame, frame_of
+from strategies.controls import check_match
+from strategies.registry import StrategyContext, available, strategy_class
+
+OWN = ("match", "length_tokens")  # placebo's own options; the rest go to its reference
+SOURCE = Path(__file__).with_name("placebo_text.txt")
+# a bullet line of either format: `- [id] text` (render_guidelines) or `[id] helpful=X harmful=Y :: text` (ACE)
+_BULLET = re.compile(r"^(\s*(?:[-*]\s+)?\[)([^\]\s]+)(\]\s+(?:helpful=-?\d+\s+harmful=-?\d+\s+::\s+)?)(\S.*)$")
+_FRAME = re.compile(r"^\s*(?:</?[a-z_]+>|## .*|\(\d+ lower-priority .* omitted to fit the budget\.\))\s*$")
+
+
+@lru_cache(maxsize=1)
+def neutral_words() -> tuple[str, ...]:
+    words = tuple(SOURCE.read_text(encoding="utf-8").split())
+    if not words:
+        raise ValueError(f"placebo: the neutral text {SOURCE} is empty")
+    return words
+
+
+def _start(task_id: str, reference_text: str, n: int) -> int:
+    digest = hashlib.sha256(f"placebo|{task_id}|{reference_text}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % n
+
+
+def _fill(prefix: str, target: int, start: int, count: Callable[[str], int]) -> tuple[str, int]:
+    """The line `prefix` + neutral words from `start` whose token count is closest to `target` (at least one
+    word), and how many words it took. Binary search: a few counts per line, whatever its length."""
+    words = neutral_words()
+
+    def line(k: int) -> str:
+        return prefix + " ".join(words[(start + i) % len(words)] for i in range(k))
+
+    lo, hi = 1, max(1, target)
+    while count(line(hi)) < target:  # rare words are several tokens, common ones one: grow until past it
+        lo, hi = hi, 2 * hi
+    while lo < hi:  # smallest k reaching the target
+        mid = (lo + hi) // 2
+        lo, hi = (mid + 1, hi) if count(line(mid)) < target else (lo, mid)
+    k = lo if lo == 1 or abs(count(line(lo)) - target) <= abs(count(line(lo - 1)) - target) else lo - 1
+    return line(k), k
+
+
+def neutral_block(reference_text: str, task_id: str, count: Callable[[str], int], frame: Optional[Frame] = None) -> str:
+    """`reference_text` with every line but its frame replaced by neutral text of the same token count: the
+    frame's tag, header and instruction when the block opens with its tag, else the lines before the first bullet."""
+    lines = reference_text.splitlines()
+    first = next((i for i, text in enumerate(lines) if _BULLET.match(text)), len(lines))
+    if frame is not None and lines and lines[0] == f"<{frame.tag}>":
+        first = 1 + len(frame.head())
+    at, n, out = _start(task_id, reference_text, len(neutral_words())), 0, []
+    for i, text in enumerate(lines):
+        if i < first or _FRAME.match(text) or not text.strip():
+            out.append(text)
+            continue
+        m = _BULLET.match(text)
+        if m:
+            n += 1
+        prefix = f"{m.group(1)}p{n}{m.group(3)}" if m else ""
+        made, used = _fill(prefix, count(text), at, count)
+        out.append(made)
+        at += used
+    return "\n".join(out)
+
+
+@dataclass
+class Placebo(StrategyBase):
+    name: str = "placebo"
+    # its own `match` and `length_tokens`, and the reference's options, passed on to the reference it builds (a
+    # plugin design's too): it checks names itself
+    known_options = None
+    reference: Optional[Strategy] = None
+    match: str = "full"
+    frame_used: Optional[Frame] = None  # the reference's frame as configured
+    length_tokens: Optional[int] = None
+    count_tokens: Callable[[str], int] = field(default_factory=lambda: token_counter(None), repr=False)
+    _made: dict[tuple[str, str], Delivery] = field(default_factory=dict, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def deliver(self, task: TaskView, step: StepView) -> Delivery:
+        if self.reference is None:
+            raise ValueError("placebo: built without its reference strategy (use Placebo.create)")
+        if self.length_tokens is not None and self.frame_used is not None:
+            return self._fixed(str(task.task_id))
+        return self._placebo(task.task_id, self.reference.deliver(task, step))
+
+    def _fixed(self, task_id: str) -> Delivery:
+        """`length_tokens` of neutral text as one bullet under the reference's frame, every step of the task."""
+        assert self.frame_used is not None and self.length_tokens is not None
+        key = (task_id, "")
+        with self._lock:
+            made = self._made.get(key)
+        if made is None:
+            line, _ = _fill("- [p1] ", self.length_tokens, _start(task_id, "", len(neutral_words())), self.count_tokens)
+            made = Delivery((), self.frame_used.wrap([line]))
+            with self._lock:
+                made = self._made.setdefault(key, made)
+        return made
+
+    def _placebo(self, task_id: str, ref: Delivery) -> Delivery:
+        key = (str(task_id), ref.text)
+        with self._lock:
+            made = self._made.get(key)
+        if made is None:
+            refit = ref.refit
+            made = Delivery((), neutral_block(ref.text, str(task_id), self.count_tokens, self.frame_used)
+                            if ref.text else "",
+                            refit=(lambda budget: self._placebo(task_id, refit(budget))) if refit else None)
+            with self._lock:
+                made = self._made.setdefault(key, made)
+        return made
+
+    def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
+        return {"control_arm": f"placebo:{self.match}"}
+
+    @classmethod
+    def validate_options(cls, options: dict[str, Any]) -> None:
+        anyone = {o for name in available() for o in (_known(name) or ())}
+        unknown = sorted(set(options) - set(OWN) - anyone)
+        if unknown:
+            raise ValueError(f"strategy 'placebo': unknown option(s) {unknown}; it takes {list(OWN)} and its "
+                             "reference's options")
+        length = options.get("length_tokens")
+        if length is not None and (not isinstance(length, int) or isinstance(length, bool) or length < 1):
+            raise ValueError(f"strategy 'placebo': option length_tokens must be an integer >= 1, got {length!r}")
+        match, rest = split_options(options)
+        strategy_class(match).validate_options(rest)
+
+    @classmethod
+    def memory_of(cls, options: Mapping[str, Any]) -> Optional[str]:
+        """The reference's artifact: memory_by_strategy.<match> when the run gives one (awm's, exp_rag's)."""
+        return str(options.get("match", "full"))
+
+    @classmethod
+    def delivered_frame(cls, options: dict[str, Any]) -> Optional[Frame]:
+        match, rest = split_options(options)
+        return frame_of(strategy_class(match), rest)
+
+    @classmethod
+    def create(cls, ctx: StrategyContext) -> "Placebo":
+        match, rest = split_options(ctx.options)
+        # its own copy of the reference, never writing the reference's artifacts (an ACE load's history)
+        reference = strategy_class(match).create(replace(ctx, options=rest, artifacts_dir=None))
+        return cls(options=dict(ctx.options), reference=reference, match=match, count_tokens=token_counter(ctx.model),
+                   frame_used=frame_of(strategy_class(match), rest), length_tokens=ctx.options.get("length_tokens"))
+
+
+def _known(name: str) -> Optional[tuple[str, ...]]:
+    try:
+        return strategy_class(name).known_options
+    except Exception:
+        return None
+
+
+def split_options(options: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(`match`, the options the reference takes). Another strategy's option is meant for that one in a sweep
+    (the registry's rule), so it is not passed on."""
+    match = check_match("placebo", options)
+    takes = _known(match)
+    return match, {k: v for k, v in options.items() if k not in OWN and (takes is None or k in takes)}
