@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -102,6 +104,38 @@ def run_cli(*overrides: str, runs_dir: Path, multirun: bool = False, env: dict |
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=full_env)
     proc.stderr = unwrapped(proc.stderr)
     return proc
+
+
+def main_in_process(module: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`python -m module args` run in this process: the module's main as its own process would run it
+    (harness.run.exit_status), from the repository, `env` set for the run only; stdout and stderr (`unwrapped`) as
+    the main printed them. It saves a new interpreter's imports of LiteLLM, tau2 and Hydra (about 5 s a start).
+    A subprocess stays where a test is about the process: the exit status a shell sees, a signal, an environment of
+    its own (installed plugins, credentials that must reach no stream: a logger made before the run writes past this
+    capture)."""
+    import importlib
+
+    from harness.run import exit_status
+
+    out, err = io.StringIO(), io.StringIO()
+    here, environ = os.getcwd(), dict(os.environ)
+    os.chdir(REPO)
+    os.environ.update(env or {})
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = exit_status(importlib.import_module(module).main, list(args))
+    finally:
+        os.chdir(here)
+        os.environ.clear()
+        os.environ.update(environ)
+    return subprocess.CompletedProcess([module, *args], code, out.getvalue(), unwrapped(err.getvalue()))
+
+
+def run_in_process(*overrides: str, runs_dir: Path, multirun: bool = False,
+                   env: dict | None = None) -> subprocess.CompletedProcess:
+    """run_cli's command, run in this process (`main_in_process`)."""
+    return main_in_process("harness.run", *(["-m"] if multirun else []), f"runs_dir={runs_dir}", "progress=false",
+                           *overrides, env=env)
 
 
 def config_check(capsys: pytest.CaptureFixture[str], *overrides: str, runs_dir: Path,
