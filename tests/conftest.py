@@ -20,7 +20,7 @@ SAMPLE_MEMORY = REPO / "strategies" / "samples" / "tau2_sample.jsonl"
 HUNG_S = 1800
 # `make test` runs files on 2-4 workers (pytest-xdist, --dist loadfile, one file per worker at a time): the longest
 # files (`pytest --durations`) go first, so that no worker ends the run on one of them alone
-LONGEST_FIRST = ("test_documented_outputs.py", "test_local_model.py",
+LONGEST_FIRST = ("test_documented_outputs.py", "test_documented_outputs_later.py", "test_local_model.py",
                  "test_appworld_engine.py", "test_ray_executor.py", "test_launchers.py", "test_ace_online_resume.py",
                  "test_provider_rejections.py", "test_memory_provenance.py", "test_selfcheck.py", "test_kill_resume.py",
                  "test_tau2_results_files.py", "test_strategy_options.py")
@@ -34,17 +34,17 @@ SLOW_FILES = (
     "test_ace_online_resume.py", "test_ace_reference.py", "test_ace_retrieval.py", "test_analysis_outputs.py",
     "test_appworld_engine.py", "test_budget.py", "test_compare_notebook.py", "test_config_errors.py",
     "test_decision_calibration.py", "test_decision_edges.py", "test_documented_commands.py",
-    "test_documented_outputs.py", "test_dose.py", "test_exp_rag.py", "test_harm.py", "test_ibm_pairing.py",
-    "test_identity_gaps.py", "test_job_lock.py", "test_kill_resume.py", "test_launchers.py",
-    "test_learner_faults.py", "test_local_model.py", "test_memory_provenance.py", "test_memory_tokens.py",
-    "test_model_checks.py", "test_noise_floor.py", "test_on_demand.py", "test_online_learner_resume.py",
-    "test_online_streams.py", "test_parallel_jobs.py", "test_plugin_benchmark.py", "test_plugin_guide.py",
-    "test_power.py", "test_provider_rejections.py", "test_ray_executor.py", "test_ray_quiet_start.py",
-    "test_readme_quickstart.py", "test_reasoning_bank.py", "test_refusals.py", "test_report_browser.py",
-    "test_robustness.py", "test_secret_echo.py", "test_secrets.py", "test_selfcheck.py", "test_simulated_draw.py",
-    "test_simulated_world.py", "test_stop_reasons.py", "test_strategy_options.py", "test_sweep_passk.py",
-    "test_tau2_fresh_db.py", "test_tau2_results_files.py", "test_tau2_task_sets.py", "test_unreachable_provider.py",
-    "test_viewer.py", "test_viewer_browser.py",
+    "test_documented_outputs.py", "test_documented_outputs_later.py", "test_dose.py", "test_exp_rag.py",
+    "test_harm.py", "test_ibm_pairing.py", "test_identity_gaps.py", "test_job_lock.py", "test_kill_resume.py",
+    "test_launchers.py", "test_learner_faults.py", "test_local_model.py", "test_memory_provenance.py",
+    "test_memory_tokens.py", "test_model_checks.py", "test_noise_floor.py", "test_on_demand.py",
+    "test_online_learner_resume.py", "test_online_streams.py", "test_parallel_jobs.py", "test_plugin_benchmark.py",
+    "test_plugin_guide.py", "test_power.py", "test_provider_rejections.py", "test_ray_executor.py",
+    "test_ray_quiet_start.py", "test_readme_quickstart.py", "test_reasoning_bank.py", "test_refusals.py",
+    "test_report_browser.py", "test_robustness.py", "test_secret_echo.py", "test_secrets.py", "test_selfcheck.py",
+    "test_simulated_draw.py", "test_simulated_world.py", "test_stop_reasons.py", "test_strategy_options.py",
+    "test_sweep_passk.py", "test_tau2_fresh_db.py", "test_tau2_results_files.py", "test_tau2_task_sets.py",
+    "test_unreachable_provider.py", "test_viewer.py", "test_viewer_browser.py",
 )
 SLOW_TESTS = (
     "test_ace_runs.py::test_offline_adaptation_loop_with_scripted_roles",
