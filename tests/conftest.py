@@ -1,4 +1,5 @@
-"""Shared helpers: run the CLI as a user would, or compose a config and run one job in-process."""
+"""Shared helpers: run the CLI as a user would (its own process, or its main in this one), or compose a config and run
+one job in-process."""
 
 from __future__ import annotations
 
