@@ -1,7 +1,10 @@
-"""Shared helpers: run the CLI as a user would, or compose a config and run one job in-process."""
+"""Shared helpers: run the CLI as a user would (its own process, or its main in this one), or compose a config and run
+one job in-process."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -18,7 +21,7 @@ SAMPLE_MEMORY = REPO / "strategies" / "samples" / "tau2_sample.jsonl"
 HUNG_S = 1800
 # `make test` runs files on 2-4 workers (pytest-xdist, --dist loadfile, one file per worker at a time): the longest
 # files (`pytest --durations`) go first, so that no worker ends the run on one of them alone
-LONGEST_FIRST = ("test_documented_outputs.py", "test_local_model.py",
+LONGEST_FIRST = ("test_documented_outputs.py", "test_documented_outputs_later.py", "test_local_model.py",
                  "test_appworld_engine.py", "test_ray_executor.py", "test_launchers.py", "test_ace_online_resume.py",
                  "test_provider_rejections.py", "test_memory_provenance.py", "test_selfcheck.py", "test_kill_resume.py",
                  "test_tau2_results_files.py", "test_strategy_options.py")
@@ -32,18 +35,17 @@ SLOW_FILES = (
     "test_ace_online_resume.py", "test_ace_reference.py", "test_ace_retrieval.py", "test_analysis_outputs.py",
     "test_appworld_engine.py", "test_budget.py", "test_compare_notebook.py", "test_config_errors.py",
     "test_decision_calibration.py", "test_decision_edges.py", "test_documented_commands.py",
-    "test_documented_outputs.py", "test_dose.py", "test_exp_rag.py", "test_harm.py", "test_ibm_pairing.py",
-    "test_identity_gaps.py", "test_job_lock.py", "test_kill_resume.py", "test_launchers.py",
-    "test_learner_faults.py", "test_local_model.py", "test_memory_provenance.py", "test_memory_tokens.py",
-    "test_model_checks.py", "test_noise_floor.py", "test_on_demand.py", "test_online_learner_resume.py",
-    "test_online_streams.py", "test_parallel_jobs.py", "test_plugin_benchmark.py", "test_plugin_guide.py",
-    "test_power.py", "test_provider_rejections.py", "test_ray_executor.py", "test_ray_quiet_start.py",
-    "test_readme_quickstart.py", "test_reasoning_bank.py", "test_refusals.py", "test_report_browser.py",
-    "test_robustness.py", "test_secret_echo.py", "test_secrets.py", "test_selfcheck.py", "test_simulated_draw.py",
-    "test_simulated_world.py", "test_stop_reasons.py", "test_strategy_options.py", "test_sweep_passk.py",
-    "test_tau2_fresh_db.py", "test_tau2_results_files.py", "test_tau2_task_sets.py", "test_train_start.py",
-    "test_unreachable_provider.py",
-    "test_viewer.py", "test_viewer_browser.py",
+    "test_documented_outputs.py", "test_documented_outputs_later.py", "test_dose.py", "test_exp_rag.py",
+    "test_harm.py", "test_ibm_pairing.py", "test_identity_gaps.py", "test_job_lock.py", "test_kill_resume.py",
+    "test_launchers.py", "test_learner_faults.py", "test_local_model.py", "test_memory_provenance.py",
+    "test_memory_tokens.py", "test_model_checks.py", "test_noise_floor.py", "test_on_demand.py",
+    "test_online_learner_resume.py", "test_online_streams.py", "test_parallel_jobs.py", "test_plugin_benchmark.py",
+    "test_plugin_guide.py", "test_power.py", "test_provider_rejections.py", "test_ray_executor.py",
+    "test_ray_quiet_start.py", "test_readme_quickstart.py", "test_reasoning_bank.py", "test_refusals.py",
+    "test_report_browser.py", "test_robustness.py", "test_secret_echo.py", "test_secrets.py", "test_selfcheck.py",
+    "test_simulated_draw.py", "test_simulated_world.py", "test_stop_reasons.py", "test_strategy_options.py",
+    "test_sweep_passk.py", "test_tau2_fresh_db.py", "test_tau2_results_files.py", "test_tau2_task_sets.py",
+    "test_train_start.py", "test_unreachable_provider.py", "test_viewer.py", "test_viewer_browser.py",
 )
 SLOW_TESTS = (
     "test_ace_runs.py::test_offline_adaptation_loop_with_scripted_roles",
@@ -103,6 +105,38 @@ def run_cli(*overrides: str, runs_dir: Path, multirun: bool = False, env: dict |
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=full_env)
     proc.stderr = unwrapped(proc.stderr)
     return proc
+
+
+def main_in_process(module: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`python -m module args` run in this process: the module's main as its own process would run it
+    (harness.run.exit_status), from the repository, `env` set for the run only; stdout and stderr (`unwrapped`) as
+    the main printed them. It saves a new interpreter's imports of LiteLLM, tau2 and Hydra (about 5 s a start).
+    A subprocess stays where a test is about the process: the exit status a shell sees, a signal, an environment of
+    its own (installed plugins, credentials that must reach no stream: a logger made before the run writes past this
+    capture)."""
+    import importlib
+
+    from harness.run import exit_status
+
+    out, err = io.StringIO(), io.StringIO()
+    here, environ = os.getcwd(), dict(os.environ)
+    os.chdir(REPO)
+    os.environ.update(env or {})
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = exit_status(importlib.import_module(module).main, list(args))
+    finally:
+        os.chdir(here)
+        os.environ.clear()
+        os.environ.update(environ)
+    return subprocess.CompletedProcess([module, *args], code, out.getvalue(), unwrapped(err.getvalue()))
+
+
+def run_in_process(*overrides: str, runs_dir: Path, multirun: bool = False,
+                   env: dict | None = None) -> subprocess.CompletedProcess:
+    """run_cli's command, run in this process (`main_in_process`)."""
+    return main_in_process("harness.run", *(["-m"] if multirun else []), f"runs_dir={runs_dir}", "progress=false",
+                           *overrides, env=env)
 
 
 def config_check(capsys: pytest.CaptureFixture[str], *overrides: str, runs_dir: Path,

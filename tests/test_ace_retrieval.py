@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from ace_fakes import FakeBagOfWordsEmbedder
-from conftest import SAMPLE_MEMORY, read_records, run_cli
+from conftest import SAMPLE_MEMORY, read_records, run_in_process
 
 import strategies
 from harness.scripted import simulated_world as world
@@ -114,8 +114,8 @@ def test_registered_with_options_checked():
 @pytest.mark.parametrize("override, expected", [("strategy.options.ranker=bm25", "ranker='bm25'"),
                                                 ("strategy.options.top_k=-3", "top_k must be >= 0")])
 def test_bad_option_exits_2_with_no_run_directory(override, expected, runs_dir):
-    proc = run_cli("model=oracle", "strategy=none,ace_retrieval", override, f"memory={SAMPLE_MEMORY}",
-                   "benchmark.limit=1", "run_name=bad", runs_dir=runs_dir, multirun=True)
+    proc = run_in_process("model=oracle", "strategy=none,ace_retrieval", override, f"memory={SAMPLE_MEMORY}",
+                          "benchmark.limit=1", "run_name=bad", runs_dir=runs_dir, multirun=True)
     assert proc.returncode == 2 and expected in proc.stderr, proc.stderr[-2000:]
     assert not runs_dir.exists()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import yaml
 
 from analysis import load_records
-from conftest import SAMPLE_MEMORY, compose, run_cli
+from conftest import SAMPLE_MEMORY, compose, run_in_process
 
 ORACLE = ["model.name=memdeliv-scripted/oracle", "model.scripted=true", "model.api_key_env=null",
           "model.max_retries=0"]
@@ -18,9 +18,9 @@ def test_experiment_composes_with_its_sweep_and_view():
 
 
 def test_experiment_sweep_runs_with_command_line_winning(runs_dir):
-    proc = run_cli("+experiment=ibm_tau2", *ORACLE, "strategy=none,full", "benchmark=tau2_retail",
-                   "benchmark.limit=2", "benchmark.trials=2", f"memory={SAMPLE_MEMORY}", "run_name=exp",
-                   runs_dir=runs_dir, multirun=True)
+    proc = run_in_process("+experiment=ibm_tau2", *ORACLE, "strategy=none,full", "benchmark=tau2_retail",
+                          "benchmark.limit=2", "benchmark.trials=2", f"memory={SAMPLE_MEMORY}", "run_name=exp",
+                          runs_dir=runs_dir, multirun=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     df = load_records([runs_dir / "exp"])
     assert set(df["strategy"]) == {"none", "full [unknown provenance]"} and set(df["benchmark"]) == {"tau2_retail"}
@@ -31,7 +31,7 @@ def test_experiment_sweep_runs_with_command_line_winning(runs_dir):
 
 def test_experiment_sweep_axes_are_validated_before_anything_runs(runs_dir):
     # an axis declared in hydra.sweeper.params (as experiments do), with one bad value: no job may run
-    proc = run_cli("+experiment=ibm_tau2", *ORACLE, f"memory={SAMPLE_MEMORY}", "run_name=exp",
-                   "hydra.sweeper.params.strategy='none,no_such_strategy'", runs_dir=runs_dir, multirun=True)
+    proc = run_in_process("+experiment=ibm_tau2", *ORACLE, f"memory={SAMPLE_MEMORY}", "run_name=exp",
+                          "hydra.sweeper.params.strategy='none,no_such_strategy'", runs_dir=runs_dir, multirun=True)
     assert proc.returncode == 2 and "no_such_strategy" in proc.stderr
     assert not (runs_dir / "exp").exists()

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import HUNG_S
+from conftest import HUNG_S, main_in_process
 import yaml
 
 from analysis import fmt, load_records, summarize
@@ -109,7 +107,7 @@ def test_make_tables_on_a_real_oracle_sweep(tmp_path, capsys):
 def test_make_report_is_self_contained(tmp_path):
     run = tmp_path / "run"
     shutil.copytree(FIXTURES / "constructed_mixed", run)
-    subprocess.run([sys.executable, "-m", "analysis.report", str(run)], cwd=ROOT, check=True, capture_output=True)
+    assert main_in_process("analysis.report", str(run)).returncode == 0
     page = (run / "analysis" / "report.html").read_text()
     assert page.count("data:image/png;base64,") == 4  # with the constructed memory history: growth plot too
     assert "constructed/model-b" in page and "src='http" not in page and 'src="http' not in page

@@ -23,7 +23,7 @@ from harness.settings import FrozenMap
 
 from analysis import load_records
 from analysis.statistics import metrics
-from conftest import HUNG_S, REPO, compose, read_records, run_cli
+from conftest import HUNG_S, REPO, compose, read_records, run_in_process
 from harness.benchmarks.appworld import pool as appworld_pool
 from harness.benchmarks.appworld.adapter import VENV_PYTHON, AppWorldBenchmark
 from harness.serving.model_client import Completion, ModelClient, Usage
@@ -155,13 +155,13 @@ def test_missing_data_exits_2_and_writes_nothing(tmp_path, runs_dir):
     dead_proxy = "http://127.0.0.1:9"
     env = {"APPWORLD_ROOT": str(empty), "APPWORLD_DATA_BUNDLE": "", "HTTPS_PROXY": dead_proxy,
            "https_proxy": dead_proxy, "NO_PROXY": "", "no_proxy": ""}
-    proc = run_cli("benchmark=appworld", "model=oracle", runs_dir=runs_dir, env=env)
+    proc = run_in_process("benchmark=appworld", "model=oracle", runs_dir=runs_dir, env=env)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "AppWorld data not found" in proc.stderr and "download data" in proc.stderr
     assert "APPWORLD_DATA_BUNDLE" in proc.stderr and "APPWORLD_ROOT" in proc.stderr
     assert not runs_dir.exists() and list(empty.iterdir()) == []
-    proc = run_cli("benchmark=appworld", runs_dir=runs_dir,
-                   env={**env, "APPWORLD_DATA_BUNDLE": str(tmp_path / "no-such.bundle")})
+    proc = run_in_process("benchmark=appworld", runs_dir=runs_dir,
+                          env={**env, "APPWORLD_DATA_BUNDLE": str(tmp_path / "no-such.bundle")})
     assert proc.returncode == 2 and "no such file" in proc.stderr and not runs_dir.exists()
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from analysis import load_records
 from analysis.tables import main as tables_main
-from conftest import SAMPLE_MEMORY, compose, run_cli
+from conftest import SAMPLE_MEMORY, compose, run_in_process
 
 ORACLE = ["model=oracle", "model.max_retries=0"]
 
@@ -16,10 +16,10 @@ def test_assembly_experiment_composes_with_its_axes():
 
 
 def test_assembly_sweep_keeps_jobs_apart_and_tables_group_by_the_axes(runs_dir, capsys):
-    proc = run_cli("+experiment=assembly", *ORACLE, "strategy=none,full",
-                   "benchmark.placement=after_policy,first_user_message", "benchmark.context_policy=fail",
-                   "benchmark.answer_mode=plain,rebuild", "benchmark.limit=1", f"memory={SAMPLE_MEMORY}",
-                   "run_name=asm", runs_dir=runs_dir, multirun=True)
+    proc = run_in_process("+experiment=assembly", *ORACLE, "strategy=none,full",
+                          "benchmark.placement=after_policy,first_user_message", "benchmark.context_policy=fail",
+                          "benchmark.answer_mode=plain,rebuild", "benchmark.limit=1", f"memory={SAMPLE_MEMORY}",
+                          "run_name=asm", runs_dir=runs_dir, multirun=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     df = load_records([runs_dir / "asm"])
     assert len(df) == 8 and df["job"].nunique() == 8  # 2 strategies x 2 placements x 2 answer modes

@@ -4,14 +4,12 @@ answers the induction (no language model)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import pytest
 import yaml
 
 import strategies
-from conftest import HUNG_S, REPO, SAMPLE_MEMORY
+from conftest import REPO, SAMPLE_MEMORY, main_in_process
 from harness.memory import workflows
 from harness.provenance import ProvenanceError, check_use
 from strategies import StepView, StrategyContext, TaskView, Trajectory
@@ -84,7 +82,6 @@ def test_workflows_come_from_successful_train_episodes_only(tmp_path, monkeypatc
     assert delivery.text.startswith("<workflows>") and "- [awm-1] Open like earlier tasks" in delivery.text
     with pytest.raises(ValueError, match="workflows artifact.*make awm"):
         strategies.create("awm", StrategyContext(memory_path=str(SAMPLE_MEMORY)))
-    refused = subprocess.run([sys.executable, "-m", "harness.memory.workflows", "--name", "u", "--runs-dir",
-                              str(tmp_path / "r"), "--", "model=oracle", "benchmark.split=test"], cwd=REPO,
-                             capture_output=True, text=True, timeout=HUNG_S)
+    refused = main_in_process("harness.memory.workflows", "--name", "u", "--runs-dir", str(tmp_path / "r"), "--",
+                              "model=oracle", "benchmark.split=test")
     assert refused.returncode == 2 and "train split only" in refused.stderr

@@ -5,12 +5,10 @@ records it in the manifest, and a rerun with a higher budget completes exactly t
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
-from conftest import REPO, compose, read_records
+from conftest import compose, main_in_process, read_records
 from fault_server import FaultServer, scripts_for
 from harness.runner import run_job
 from harness.runner.budget import episode_cost
@@ -62,9 +60,8 @@ def test_the_budget_stops_within_one_wave_and_a_higher_one_resumes(runs_dir, cre
 
 
 def _sweep(tmp_path, *overrides):
-    return subprocess.run([sys.executable, "-m", "harness.run", "model=litellm", "benchmark.limit=1",
-                           f"runs_dir={tmp_path}", "run_name=b", "model.api_key_env=LLMCRED", *overrides], cwd=REPO,
-                          capture_output=True, text=True, env={**__import__("os").environ, "LLMCRED": "x" * 20})
+    return main_in_process("harness.run", "model=litellm", "benchmark.limit=1", f"runs_dir={tmp_path}", "run_name=b",
+                           "model.api_key_env=LLMCRED", *overrides, env={"LLMCRED": "x" * 20})
 
 
 def test_an_unpriced_model_with_a_budget_exits_2_before_anything_runs(tmp_path):

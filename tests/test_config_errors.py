@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import HUNG_S, REPO, config_check, run_cli
+from conftest import HUNG_S, REPO, config_check, run_cli, run_in_process
 
 # every experiment config on disk, in the order the message lists them: a new one joins the list by itself
 EXPERIMENTS = ", ".join(sorted(p.stem for p in (REPO / "configs" / "experiment").glob("*.yaml")))
@@ -53,8 +53,8 @@ def test_the_cli_refuses_a_bad_config_in_one_line_without_run_dir(runs_dir):
 
 
 def test_bad_choice_inside_a_sweep_fails_before_any_job_runs(runs_dir):
-    proc = run_cli("model=oracle", "strategy=none,bogus", "benchmark.limit=1", "run_name=bad", runs_dir=runs_dir,
-                   multirun=True)
+    proc = run_in_process("model=oracle", "strategy=none,bogus", "benchmark.limit=1", "run_name=bad", runs_dir=runs_dir,
+                          multirun=True)
     assert proc.returncode == 2
     assert "bogus" in proc.stderr and not runs_dir.exists()
 
@@ -62,7 +62,7 @@ def test_bad_choice_inside_a_sweep_fails_before_any_job_runs(runs_dir):
 def test_malformed_memory_file_is_named_with_line(tmp_path, runs_dir):
     bad = tmp_path / "mem.jsonl"
     bad.write_text('{"id": "a", "text": "ok"}\n{"id": "b", "text": \n')
-    proc = run_cli("model=oracle", "strategy=full", f"memory={bad}", "run_name=bad", runs_dir=runs_dir)
+    proc = run_in_process("model=oracle", "strategy=full", f"memory={bad}", "run_name=bad", runs_dir=runs_dir)
     assert proc.returncode == 2
     assert f"{bad}:2" in proc.stderr and not runs_dir.exists()
 

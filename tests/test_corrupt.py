@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import REPO
+from conftest import main_in_process
 
 from harness.memory.corrupt import (
     CorruptionError,
@@ -174,8 +172,7 @@ def test_rates_and_series_names():
 
 def test_cli_writes_a_series_and_refuses_bad_input_with_exit_2(simulated, tmp_path):
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "harness.memory.corrupt", str(simulated), *args], cwd=REPO,
-                              capture_output=True, text=True, timeout=300)
+        return main_in_process("harness.memory.corrupt", str(simulated), *args)
 
     done = cli("--kind", "contradict", "--rate", "0,0.1,0.3,0.5", "--out", str(tmp_path / "series"))
     assert done.returncode == 0, done.stderr

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import re
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +12,7 @@ import yaml
 
 import strategies
 from ace_fakes import FakeBagOfWordsEmbedder
-from conftest import HUNG_S, REPO, SAMPLE_MEMORY, read_records, run_cli
+from conftest import REPO, SAMPLE_MEMORY, main_in_process, read_records, run_in_process
 from harness.provenance import HELD_OUT, ProvenanceError, check_use
 from strategies import Guideline, StepView, StrategyContext, TaskView
 from memory_kit.memory_file import load_memory
@@ -88,9 +86,8 @@ def test_a_guideline_file_is_refused_as_an_experiences_artifact(name):
 def built(tmp_path_factory):
     """An experiences artifact built from a SCRIPTED oracle `none` run on 3 train tasks."""
     runs = tmp_path_factory.mktemp("runs")
-    done = subprocess.run([sys.executable, "-m", "harness.memory.experiences", "--name", "t", "--runs-dir",
-                           str(runs), "--", "model=oracle", "benchmark=tau2_retail", "benchmark.limit=3",
-                           "progress=false"], cwd=REPO, capture_output=True, text=True, timeout=HUNG_S)
+    done = main_in_process("harness.memory.experiences", "--name", "t", "--runs-dir", str(runs), "--", "model=oracle",
+                           "benchmark=tau2_retail", "benchmark.limit=3", "progress=false")
     assert done.returncode == 0, done.stderr[-2000:]
     return runs, runs / "memory" / "t" / "experiences.jsonl"
 
@@ -105,9 +102,8 @@ def test_the_artifact_learns_from_train_only(built, tmp_path):
     assert check_use(meta, "tau2_retail", ["x-test-task"], False) == HELD_OUT
     with pytest.raises(ProvenanceError, match="in-sample"):  # scored on the tasks it learned from: refused
         check_use(meta, "tau2_retail", learned["task_ids"][:1], False)
-    refused = subprocess.run([sys.executable, "-m", "harness.memory.experiences", "--name", "u", "--runs-dir",
-                              str(tmp_path), "--", "model=oracle", "benchmark.split=test"], cwd=REPO,
-                             capture_output=True, text=True, timeout=HUNG_S)
+    refused = main_in_process("harness.memory.experiences", "--name", "u", "--runs-dir", str(tmp_path), "--",
+                              "model=oracle", "benchmark.split=test")
     assert refused.returncode == 2 and "train split only" in refused.stderr and not (tmp_path / "memory").exists()
 
 
@@ -115,13 +111,13 @@ def test_a_sweep_delivers_experiences_and_refuses_them_on_their_own_tasks(built)
     runs, artifact = built
     base = ["model=oracle", "strategy=exp_rag,long_context", "benchmark=tau2_retail",
             f"+memory_by_strategy.exp_rag={artifact}", f"+memory_by_strategy.long_context={artifact}"]
-    done = run_cli(*base, "benchmark.split=test", "benchmark.limit=1", "run_name=sweep", runs_dir=runs,
-                   multirun=True)
+    done = run_in_process(*base, "benchmark.split=test", "benchmark.limit=1", "run_name=sweep", runs_dir=runs,
+                          multirun=True)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = read_records(runs / "sweep")
     assert {r["strategy"] for r in rows} == {"exp_rag", "long_context"}
     long_rows = [r for r in rows if r["strategy"] == "long_context"]
     assert all(r["memory_provenance"] == HELD_OUT for r in rows) and all(r["memory_tokens"] > 0 for r in long_rows)
-    refused = run_cli(*base, "benchmark.split=train", "benchmark.limit=1", "run_name=ins", runs_dir=runs,
-                      multirun=True)
+    refused = run_in_process(*base, "benchmark.split=train", "benchmark.limit=1", "run_name=ins", runs_dir=runs,
+                             multirun=True)
     assert refused.returncode == 2 and "in-sample" in refused.stderr and not Path(runs / "ins").exists()

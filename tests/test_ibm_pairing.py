@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import SAMPLE_MEMORY, run_cli
+from conftest import SAMPLE_MEMORY, run_in_process
 
 from analysis import load_records, summarize
 from analysis.runs.deliveries import base_strategy
@@ -110,9 +110,9 @@ def test_terminal_print_is_narrow_and_keeps_every_note(tmp_path, capsys):
 
 
 def test_the_experiments_own_sweep_pairs_core_retrieval_with_ibms_core_only_row(tmp_path):
-    proc = run_cli("+experiment=ibm_tau2", *ORACLE, "benchmark=tau2_retail",  # its strategies: none,core_only,full
-                   "benchmark.limit=2", "benchmark.trials=1", f"memory={SAMPLE_MEMORY}", "run_name=exp",
-                   runs_dir=tmp_path, multirun=True)
+    proc = run_in_process("+experiment=ibm_tau2", *ORACLE, "benchmark=tau2_retail",  # its strategies: none,core_only,full
+                          "benchmark.limit=2", "benchmark.trials=1", f"memory={SAMPLE_MEMORY}", "run_name=exp",
+                          runs_dir=tmp_path, multirun=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = load_records([tmp_path / "exp"])
     table = ibm.view("ibm_tau2", summarize(records, n_boot=50), records=records,

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import read_records, run_cli
+from conftest import read_records, run_in_process
 from harness.store.joblock import JobLocked, _proc_start, job_lock
 from harness.store import RunStore
 
@@ -29,7 +29,7 @@ def test_second_launch_of_a_running_job_exits_2_and_writes_nothing(runs_dir):
     holder = subprocess.Popen(["sleep", "60"])
     try:
         plant_lock(runs_dir, holder.pid)
-        proc = run_cli(*ARGS, runs_dir=runs_dir)
+        proc = run_in_process(*ARGS, runs_dir=runs_dir)
     finally:
         holder.kill()
         holder.wait()
@@ -42,7 +42,7 @@ def test_a_dead_holder_is_taken_over(runs_dir):
     dead = subprocess.Popen(["true"])
     dead.wait()  # its pid is free now
     plant_lock(runs_dir, dead.pid)
-    proc = run_cli(*ARGS, runs_dir=runs_dir)
+    proc = run_in_process(*ARGS, runs_dir=runs_dir)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert len(read_records(runs_dir / "locked")) == 2
     assert not (runs_dir / "locked" / LOCK).exists()  # released at the end

@@ -9,7 +9,7 @@ import sys
 import time
 from collections import Counter
 
-from conftest import REPO, SAMPLE_MEMORY, read_records, run_cli
+from conftest import REPO, SAMPLE_MEMORY, read_records, run_in_process
 
 ARGS = ["model=oracle", "strategy=none,full", "benchmark.limit=6", "benchmark.trials=2", "concurrency=2",
         f"memory={SAMPLE_MEMORY}", "run_name=killed", "+model.kwargs.metadata.latency_s=0.03"]
@@ -30,7 +30,7 @@ def test_sigkill_then_resume_records_each_task_trial_once(runs_dir):
     with open(results, "ab") as fh:  # and a torn line, as a kill inside write() leaves it
         fh.write(b'{"schema": 1, "job": "tau2_retail/test/memdeliv-scripted/oracle/none", "task_id": "9", "tr')
 
-    rerun = run_cli(*ARGS, runs_dir=runs_dir, multirun=True)
+    rerun = run_in_process(*ARGS, runs_dir=runs_dir, multirun=True)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     records = read_records(runs_dir / "killed")
     keys = Counter((r["job"], r["task_id"], r["trial"]) for r in records)

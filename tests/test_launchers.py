@@ -14,6 +14,7 @@ psutil = pytest.importorskip("psutil")
 
 
 def _sweep(runs_dir, *launcher: str, env: dict | None = None):
+    """The CLI as a process (run_cli): the launcher starts and ends its jobs' processes from it."""
     return run_cli(*launcher, "model=oracle", "strategy=none,full", f"memory={SAMPLE_MEMORY}", "benchmark.limit=1",
                    "run_name=sweep", runs_dir=runs_dir, multirun=True, env=env)
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import HUNG_S, read_records
+from conftest import main_in_process, read_records
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -146,8 +146,8 @@ def test_bundled_gguf_matches_the_pinned_digest():
 
 
 def test_missing_gguf_is_a_config_error_before_anything_runs(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "harness.run", f"runs_dir={tmp_path}", "model.gguf=/nope/x.gguf",
-                           "benchmark.limit=1", "run_name=bad"], cwd=REPO, capture_output=True, text=True, timeout=HUNG_S)
+    proc = main_in_process("harness.run", f"runs_dir={tmp_path}", "model.gguf=/nope/x.gguf", "benchmark.limit=1",
+                           "run_name=bad")
     assert proc.returncode == 2
     assert "GGUF model file not found: /nope/x.gguf" in proc.stderr
     assert not (tmp_path / "bad").exists()

@@ -7,15 +7,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import strategies
 from ace_fakes import MODEL, install_scripted_roles
-from conftest import HUNG_S, REPO, SAMPLE_MEMORY, read_records, run_cli
+from conftest import REPO, SAMPLE_MEMORY, main_in_process, read_records, run_in_process
 from harness.provenance import HELD_OUT, IN_SAMPLE, UNKNOWN, check_use
 from memory_kit.memory_file import learned_from
 from harness.run import ConfigError, check_job, compose_job
@@ -33,8 +31,7 @@ def _learned_artifact(path: Path, task_ids: list[str], split: str = "train") -> 
 
 
 def _table(run_dir: Path) -> str:
-    shown = subprocess.run([sys.executable, "-m", "analysis.table", str(run_dir)], cwd=REPO, capture_output=True,
-                           text=True, timeout=HUNG_S)
+    shown = main_in_process("analysis.table", str(run_dir))
     assert shown.returncode == 0, shown.stderr[-2000:]
     return shown.stdout
 
@@ -44,12 +41,12 @@ def test_in_sample_memory_is_refused_then_labelled(tmp_path):
     base = ["model=oracle", "strategy=full", "benchmark=tau2_retail", "benchmark.split=train",
             "benchmark.task_ids=['0','1','2']", f"memory={art}", "run_name=ins"]
     runs = tmp_path / "runs"
-    refused = run_cli(*base, runs_dir=runs)
+    refused = run_in_process(*base, runs_dir=runs)
     assert refused.returncode == 2, refused.stderr[-2000:]
     assert "learned from 2 of the tau2_retail tasks" in refused.stderr and "allow_in_sample=true" in refused.stderr
     assert not runs.exists()  # nothing written
 
-    accepted = run_cli(*base, "allow_in_sample=true", runs_dir=runs)
+    accepted = run_in_process(*base, "allow_in_sample=true", runs_dir=runs)
     assert accepted.returncode == 0, accepted.stderr[-2000:]
     assert {r["memory_provenance"] for r in read_records(runs / "ins")} == {IN_SAMPLE}
     assert "full [IN-SAMPLE]" in _table(runs / "ins")
@@ -57,8 +54,8 @@ def test_in_sample_memory_is_refused_then_labelled(tmp_path):
 
 def test_hand_written_memory_is_unknown_provenance_and_none_is_unlabelled(tmp_path):
     runs = tmp_path / "runs"
-    done = run_cli("strategy=none,full", "model=oracle", "benchmark=tau2_retail", "benchmark.limit=1",
-                   f"memory={SAMPLE_MEMORY}", "run_name=sample", runs_dir=runs, multirun=True)
+    done = run_in_process("strategy=none,full", "model=oracle", "benchmark=tau2_retail", "benchmark.limit=1",
+                          f"memory={SAMPLE_MEMORY}", "run_name=sample", runs_dir=runs, multirun=True)
     assert done.returncode == 0, done.stderr[-2000:]
     labels = {r["strategy"]: r["memory_provenance"] for r in read_records(runs / "sample")}
     assert labels == {"none": None, "full": UNKNOWN}

@@ -6,11 +6,9 @@ core_retrieval's deliveries must hold the core guidelines at every step and stay
 
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import pytest
-from conftest import HUNG_S
+from conftest import main_in_process
 
 from memory_kit.memory_file import load_memory
 from analysis import load_records
@@ -22,10 +20,9 @@ SAMPLE = "strategies/samples/tau2_sample.jsonl"
 @pytest.fixture(scope="module")
 def records(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
-    cmd = [sys.executable, "-m", "harness.run", "-m", "model=oracle", "strategy=none,full,core_retrieval",
-           "benchmark=tau2_retail", "benchmark.split=test", "benchmark.limit=3", f"memory={SAMPLE}",
-           "run_name=tokens", f"runs_dir={runs}", "progress=false"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=HUNG_S)
+    proc = main_in_process("harness.run", "-m", "model=oracle", "strategy=none,full,core_retrieval",
+                           "benchmark=tau2_retail", "benchmark.split=test", "benchmark.limit=3", f"memory={SAMPLE}",
+                           "run_name=tokens", f"runs_dir={runs}", "progress=false")
     assert proc.returncode == 0, proc.stderr[-3000:]
     df = load_records([runs / "tokens"])
     # the hand-written sample has no `learned_from`: every table names its rows so (analysis.runs.load)

@@ -14,6 +14,7 @@ from conftest import HUNG_S, REPO, compose, unwrapped
 from harness.serving.credentials import ModelCheckError, check_models, model_configs
 from tau2_fakes import make_data_dir
 
+# the CLI runs as a process of its own, in an environment with no key at all
 NO_KEYS = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
 
 

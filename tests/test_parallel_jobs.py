@@ -8,6 +8,7 @@ from conftest import SAMPLE_MEMORY, read_records, run_cli
 
 
 def test_joblib_launcher_jobs_append_to_one_run(runs_dir):
+    # the CLI as a process (run_cli): the launcher starts its jobs' processes from it, as from a user's shell
     proc = run_cli("hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "model=oracle", "strategy=none,full",
                    f"memory={SAMPLE_MEMORY}", "benchmark.limit=3", "run_name=par", runs_dir=runs_dir, multirun=True)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -7,13 +7,11 @@ tests/plugin_bench/ is a package as pip would install it (a module and its .dist
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import HUNG_S, REPO, SAMPLE_MEMORY, read_records, run_cli
+from conftest import REPO, SAMPLE_MEMORY, main_in_process, read_records, run_cli
 from harness import benchmarks
 from harness.benchmarks import BenchmarkBase, registry
 from harness.benchmarks.appworld.adapter import AppWorldBenchmark
@@ -26,6 +24,8 @@ def settings(**values):
     return section_settings(BenchmarkSettings, {"domain": values.get("name"), **values})
 
 PLUGIN = REPO / "tests" / "plugin_bench"
+# the sweeps run as processes of their own (run_cli): the benchmarks installed are what the environment holds, never
+# what an earlier test registered in this process
 WITH_PLUGIN = {"PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGIN), os.environ.get("PYTHONPATH")]))}
 SWEEP = ("model=oracle", "strategy=none,full", "benchmark=keywords", f"memory={SAMPLE_MEMORY}", "run_name=kw")
 
@@ -108,8 +108,7 @@ def test_plugin_sweep_resumes_past_what_it_recorded(plugin_sweep):
 
 def test_plugin_runs_reach_the_tables(plugin_sweep):
     run_dir, _ = plugin_sweep
-    proc = subprocess.run([sys.executable, "-m", "analysis.table", str(run_dir)], cwd=REPO, capture_output=True,
-                          text=True, timeout=HUNG_S)
+    proc = main_in_process("analysis.table", str(run_dir))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "keywords/test" in proc.stdout
     full = next(line for line in proc.stdout.splitlines() if " full " in line)

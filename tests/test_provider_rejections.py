@@ -14,7 +14,7 @@ import litellm
 import pytest
 
 from analysis import load_records, summarize
-from conftest import compose, read_records, run_cli
+from conftest import compose, read_records, run_cli, run_in_process
 from fault_server import BODIES_400, FaultServer, scripts_for
 from harness.serving import provider_errors
 from harness.runner import run_job
@@ -94,14 +94,14 @@ def test_429_and_500_are_still_retried_then_infra(runs_dir, cred, scripts, kind,
 def test_bad_key_stops_the_job_with_exit_2_and_a_rerun_resumes(runs_dir, cred, scripts):
     with FaultServer(*scripts) as server:
         cli = [*overrides(server.api_base, 1), "run_name=key"]
-        first = run_cli(*cli, runs_dir=runs_dir)  # one task recorded with a good key
+        first = run_in_process(*cli, runs_dir=runs_dir)  # one task recorded with a good key
         assert first.returncode == 0, first.stderr[-2000:]
         server.default = "401"
         cli = [*overrides(server.api_base, 3), "run_name=key"]
-        stopped = run_cli(*cli, runs_dir=runs_dir)
+        stopped = run_cli(*cli, runs_dir=runs_dir)  # its own process: the key must reach none of its output
         refused = server.injected().get("401", 0)
         server.default = "ok"
-        again = run_cli(*cli, runs_dir=runs_dir)
+        again = run_in_process(*cli, runs_dir=runs_dir)
     assert stopped.returncode == 2, stopped.stderr[-2000:]
     lines = [line for line in stopped.stderr.splitlines() if line.startswith("memdeliv: stopped")]
     assert len(lines) == 1 and "refused the credentials" in lines[0] and "run_name=key" in lines[0]
@@ -117,7 +117,7 @@ def test_bad_key_stops_the_job_with_exit_2_and_a_rerun_resumes(runs_dir, cred, s
 def test_unknown_model_stops_the_job_with_exit_2(runs_dir, cred, scripts):
     with FaultServer(*scripts) as server:
         server.default = "404"
-        proc = run_cli(*overrides(server.api_base, 3), "run_name=nomodel", runs_dir=runs_dir)
+        proc = run_in_process(*overrides(server.api_base, 3), "run_name=nomodel", runs_dir=runs_dir)
         refused = server.injected()
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "does not know this model" in proc.stderr and refused == {"404": 1}

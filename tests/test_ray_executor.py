@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import HUNG_S, SAMPLE_MEMORY, compose, read_records, run_cli
+from conftest import HUNG_S, SAMPLE_MEMORY, compose, read_records, run_in_process
 
 ray = pytest.importorskip("ray")
 psutil = pytest.importorskip("psutil")
@@ -247,8 +247,8 @@ def test_an_online_learner_with_one_stream_stays_on_the_driver(capsys):
     ("executor.address=auto", "executor=ray only"),                    # a Ray option on threads
 ])
 def test_bad_executor_option_exits_2_before_anything_is_written(override, expected, runs_dir):
-    proc = run_cli("model=oracle", "strategy=none,full", *override.split(), "run_name=bad", runs_dir=runs_dir,
-                   multirun=True)
+    proc = run_in_process("model=oracle", "strategy=none,full", *override.split(), "run_name=bad", runs_dir=runs_dir,
+                          multirun=True)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert expected in proc.stderr and "Traceback" not in proc.stderr
     assert not runs_dir.exists()

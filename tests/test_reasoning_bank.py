@@ -4,8 +4,6 @@ from train only. The model is a scripted callable here (no language model)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import pytest
 import yaml
@@ -13,7 +11,7 @@ from litellm import ModelResponse
 
 import strategies
 from ace_fakes import FakeBagOfWordsEmbedder
-from conftest import HUNG_S, REPO, SAMPLE_MEMORY, config_check
+from conftest import REPO, SAMPLE_MEMORY, config_check, main_in_process
 from harness.provenance import ProvenanceError, check_use
 from strategies import Guideline, StepView, TaskView, Trajectory
 from memory_kit.memory_file import load_memory
@@ -109,9 +107,8 @@ def test_a_scripted_run_model_is_answered_by_the_scripted_designs_model():
 def test_learned_from_train_only(tmp_path, capsys):
     with pytest.raises(ValueError, match="reasoning_bank artifact.*make reasoning-bank"):
         load_bank(str(SAMPLE_MEMORY))
-    refused = subprocess.run([sys.executable, "-m", "harness.memory.reasoning_bank", "--name", "u", "--runs-dir",
-                              str(tmp_path), "--", "model=oracle", "benchmark.split=test"], cwd=REPO,
-                             capture_output=True, text=True, timeout=HUNG_S)
+    refused = main_in_process("harness.memory.reasoning_bank", "--name", "u", "--runs-dir", str(tmp_path), "--",
+                              "model=oracle", "benchmark.split=test")
     assert refused.returncode == 2 and "train split only" in refused.stderr
     # the label as judge is ground truth: allowed on train only
     code, err = config_check(capsys, "model=oracle", "strategy=reasoning_bank", "strategy.options.judge=ground_truth",
@@ -121,9 +118,8 @@ def test_learned_from_train_only(tmp_path, capsys):
 
 def test_the_offline_bank_is_built_from_train_and_refused_on_its_own_tasks(tmp_path):
     runs = tmp_path / "runs"
-    done = subprocess.run([sys.executable, "-m", "harness.memory.reasoning_bank", "--name", "t", "--runs-dir",
-                           str(runs), "--", "model=oracle", "benchmark=tau2_retail", "benchmark.limit=2",
-                           "progress=false"], cwd=REPO, capture_output=True, text=True, timeout=HUNG_S)
+    done = main_in_process("harness.memory.reasoning_bank", "--name", "t", "--runs-dir", str(runs), "--",
+                           "model=oracle", "benchmark=tau2_retail", "benchmark.limit=2", "progress=false")
     assert done.returncode == 0, done.stderr[-2000:]
     items, meta = load_memory(runs / "memory" / "t" / "reasoning_bank" / "bank.jsonl")
     learned = meta["learned_from"]

@@ -13,7 +13,7 @@ KEY = "q9Zx7Lmn0pQ4rS8tUvW2yZ"  # a fake credential: no sk- prefix, no KEY/TOKEN
 
 def test_key_echoed_in_a_provider_error_is_redacted_everywhere(runs_dir):
     scripts, scenarios = scripts_for(compose("model=oracle", "benchmark.limit=2"))
-    with FaultServer(scripts, scenarios, schedule=["echo500"] * 2) as server:
+    with FaultServer(scripts, scenarios, schedule=["echo500"] * 2) as server:  # run_cli: every stream captured
         proc = run_cli("model=litellm", "model.name=openai/echo-agent", f"+model.kwargs.api_base={server.api_base}",
                        "model.api_key_env=LLMCRED", "model.max_retries=0", "benchmark.limit=2", "concurrency=1",
                        "run_name=echo", runs_dir=runs_dir, multirun=True, env={"LLMCRED": KEY})

@@ -9,6 +9,7 @@ CLI_KEY = "sk-plantedCliSecret9876543210"
 
 
 def test_planted_keys_never_reach_run_dir_or_logs(runs_dir):
+    # a process of its own (run_cli): its whole output is captured, loggers made at import included
     proc = run_cli("model=oracle", "strategy=none", "benchmark.limit=2", "run_name=secret",
                    "model.api_key_env=MEMDELIV_TEST_API_KEY", f"+model.kwargs.api_key={CLI_KEY}",
                    runs_dir=runs_dir, multirun=True, env={"MEMDELIV_TEST_API_KEY": ENV_KEY})

@@ -9,7 +9,7 @@ import pytest
 
 import strategies
 from strategies import StrategyContext
-from conftest import SAMPLE_MEMORY, config_check, install_readme_plugin, read_records, run_cli
+from conftest import SAMPLE_MEMORY, config_check, install_readme_plugin, read_records, run_cli, run_in_process
 
 
 @pytest.mark.parametrize("sweep, override, expected", [
@@ -42,8 +42,8 @@ def test_bad_strategy_option_exits_2_at_the_config_check(sweep, override, expect
 def test_the_cli_refuses_a_bad_option_in_one_line_before_anything_is_written(runs_dir):
     """The whole command line, as a user runs it: exit 2, one line, no run directory (not even Hydra's
     multirun.yaml)."""
-    proc = run_cli("model=oracle", "strategy=none,core_retrieval", "strategy.options.topk=3", f"memory={SAMPLE_MEMORY}",
-                   "benchmark.limit=1", "run_name=bad", runs_dir=runs_dir, multirun=True)
+    proc = run_in_process("model=oracle", "strategy=none,core_retrieval", "strategy.options.topk=3", f"memory={SAMPLE_MEMORY}",
+                          "benchmark.limit=1", "run_name=bad", runs_dir=runs_dir, multirun=True)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "config error: strategy.options:" in proc.stderr and "unknown option(s) ['topk']" in proc.stderr
     assert proc.stderr.strip().count("\n") == 0, proc.stderr
@@ -93,7 +93,8 @@ def test_validate_options_hook_accepts_the_shipped_defaults_and_checks_types():
 
 @pytest.fixture
 def readme_plugin(tmp_path):
-    """strategies/README.md's example, installed as a plugin package (entry point) on PYTHONPATH."""
+    """strategies/README.md's example, installed as a plugin package (entry point) on PYTHONPATH: the runs that
+    use it are processes of their own (run_cli), whose installed strategies are what a user's would be."""
     site = install_readme_plugin(tmp_path)
     return {"PYTHONPATH": os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])])}
 

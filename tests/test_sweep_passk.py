@@ -10,7 +10,7 @@ from tau2.metrics.agent_metrics import compute_metrics
 
 from analysis import load_records, pass_hat_ks
 from analysis.statistics.metrics import valid
-from conftest import SAMPLE_MEMORY, read_records, run_cli
+from conftest import SAMPLE_MEMORY, read_records, run_in_process
 from memory_kit.memory_file import load_memory
 
 SAMPLE_IDS = [g.id for g in load_memory(SAMPLE_MEMORY)[0]]
@@ -19,10 +19,10 @@ SAMPLE_IDS = [g.id for g in load_memory(SAMPLE_MEMORY)[0]]
 @pytest.fixture(scope="module")
 def sabotaged_sweep(tmp_path_factory):
     runs_dir = tmp_path_factory.mktemp("sweep") / "runs"
-    proc = run_cli("model=oracle", "strategy=none,full", "benchmark=tau2_retail", "benchmark.limit=5",
-                   "benchmark.trials=2", f"memory={SAMPLE_MEMORY}", "run_name=passk",
-                   # scripted failures on a deterministic share of task x trial, so Pass^k is not trivially 1
-                   "+model.kwargs.metadata.sabotage_rate=0.35", runs_dir=runs_dir, multirun=True)
+    proc = run_in_process("model=oracle", "strategy=none,full", "benchmark=tau2_retail", "benchmark.limit=5",
+                          "benchmark.trials=2", f"memory={SAMPLE_MEMORY}", "run_name=passk",
+                          # scripted failures on a deterministic share of task x trial, so Pass^k is not trivially 1
+                          "+model.kwargs.metadata.sabotage_rate=0.35", runs_dir=runs_dir, multirun=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return runs_dir / "passk"
 

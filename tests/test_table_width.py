@@ -4,24 +4,25 @@ and `--wide` still shows every column."""
 from __future__ import annotations
 
 import subprocess
-import sys
 
-from conftest import REPO, SAMPLE_MEMORY, run_cli
+from conftest import REPO, SAMPLE_MEMORY, run_in_process
 
 from analysis.fmt import WIDTH
 
 
-def test_sweep_table_fits_160_columns_and_wide_keeps_everything(tmp_path):
+def test_sweep_table_fits_160_columns_and_wide_keeps_everything(tmp_path, capsys):
+    from analysis import table as table_module
+
     runs_dir = tmp_path / "runs"
-    proc = run_cli("model=oracle", "strategy=none,full,core_retrieval,ace", "benchmark=tau2_retail",
-                   "benchmark.limit=2", "benchmark.trials=2", f"memory={SAMPLE_MEMORY}", "run_name=narrow",
-                   runs_dir=runs_dir, multirun=True)
+    proc = run_in_process("model=oracle", "strategy=none,full,core_retrieval,ace", "benchmark=tau2_retail",
+                          "benchmark.limit=2", "benchmark.trials=2", f"memory={SAMPLE_MEMORY}", "run_name=narrow",
+                          runs_dir=runs_dir, multirun=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
-    def table(*extra: str) -> str:
-        out = subprocess.run([sys.executable, "-m", "analysis.table", str(runs_dir / "narrow"), *extra], cwd=REPO,
-                             capture_output=True, text=True, check=True)
-        return out.stdout
+    def table(*extra: str) -> str:  # `python -m analysis.table`'s main, in this process
+        capsys.readouterr()
+        assert table_module.main([str(runs_dir / "narrow"), *extra]) == 0
+        return capsys.readouterr().out
 
     narrow, wide = table(), table("--wide")
     assert WIDTH == 160 and max(len(line) for line in narrow.splitlines()) <= WIDTH, narrow

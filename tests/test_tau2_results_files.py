@@ -15,7 +15,7 @@ from analysis import load_records, pass_hat_ks
 from analysis.export_tau2 import cell_name, export
 from analysis.export_tau2 import main as export_main
 from analysis.statistics.metrics import GROUP, valid, with_assembly
-from conftest import SAMPLE_MEMORY, read_records, run_cli
+from conftest import SAMPLE_MEMORY, read_records, run_in_process
 from memory_kit.memory_file import load_memory
 
 TRIALS = 3
@@ -25,9 +25,9 @@ TRIALS = 3
 def mixed_run(tmp_path_factory) -> Path:
     """A real oracle sweep with scripted failures on a deterministic share of task x trial: rewards are mixed."""
     runs_dir = tmp_path_factory.mktemp("tau2files") / "runs"
-    proc = run_cli("model=oracle", "strategy=none,full", "benchmark=tau2_retail", "benchmark.limit=4",
-                   f"benchmark.trials={TRIALS}", f"memory={SAMPLE_MEMORY}", "run_name=mixed",
-                   "+model.kwargs.metadata.sabotage_rate=0.35", runs_dir=runs_dir, multirun=True)
+    proc = run_in_process("model=oracle", "strategy=none,full", "benchmark=tau2_retail", "benchmark.limit=4",
+                          f"benchmark.trials={TRIALS}", f"memory={SAMPLE_MEMORY}", "run_name=mixed",
+                          "+model.kwargs.metadata.sabotage_rate=0.35", runs_dir=runs_dir, multirun=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return runs_dir / "mixed"
 
@@ -188,8 +188,8 @@ def test_memory_from_results_learns_from_train_trajectories_only(mixed_run, tmp_
     from harness.scripted import reflector
 
     runs = tmp_path / "runs"
-    proc = run_cli("model=oracle", "strategy=none", "benchmark=tau2_retail", "benchmark.split=train",
-                   "benchmark.limit=2", "run_name=train", runs_dir=runs)
+    proc = run_in_process("model=oracle", "strategy=none", "benchmark=tau2_retail", "benchmark.split=train",
+                          "benchmark.limit=2", "run_name=train", runs_dir=runs)
     assert proc.returncode == 0, proc.stderr[-3000:]
     train_file = exported_none(runs / "train", tmp_path / "train_out")
     args = ["--runs-dir", str(runs), "--extractor", reflector.MODEL, "--from-results"]

@@ -36,6 +36,7 @@ def overrides(port: int, name: str) -> list[str]:
 
 def test_a_closed_port_stops_the_job_and_a_rerun_resumes_when_it_answers(runs_dir, monkeypatch):
     port = closed_port()
+    # a process of its own (run_cli): the key must reach none of its output, loggers made at import included
     proc = run_cli(*overrides(port, "down"), runs_dir=runs_dir, env={"UNREACH_KEY": KEY})
     assert proc.returncode == 2, proc.stderr[-3000:]
     endpoint = f"http://127.0.0.1:{port}/v1/chat/completions"

@@ -245,14 +245,14 @@ def test_an_episode_without_an_error_label_shows_a_dash_never_nan(tmp_path):
 def test_the_simulated_line_and_step_one_show_one_memory_figure(artifact, tmp_path):
     """The world's reading (the draw's memory tokens) and the ledger's step 1 figure: one count, one definition
     (gpt-4o tokens of the block's bullet lines); the whole block in another tokenizer would differ."""
-    from conftest import read_records, run_cli
+    from conftest import read_records, run_in_process
 
     from harness.ledger import MemoryTokenCounter
     from harness.scripted import simulated_world as world
 
-    done = run_cli("model=simulated", f"model.world={artifact}", "strategy=full", "benchmark=tau2_retail",
-                   "benchmark.task_ids=['5']", "benchmark.trials=1", f"memory={artifact}", "run_name=sim",
-                   runs_dir=tmp_path, multirun=True)
+    done = run_in_process("model=simulated", f"model.world={artifact}", "strategy=full", "benchmark=tau2_retail",
+                          "benchmark.task_ids=['5']", "benchmark.trials=1", f"memory={artifact}", "run_name=sim",
+                          runs_dir=tmp_path, multirun=True)
     assert done.returncode == 0, done.stderr[-2000:]
     run_dir = tmp_path / "sim"
     page = create_app([run_dir], EpisodeIndex([run_dir])).test_client().get("/episode/0").get_data(as_text=True)

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import REPO, read_records, run_cli
+from conftest import REPO, read_records, run_in_process
 from werkzeug.serving import make_server
 
 BROWSER = Path("/usr/bin/chromium")
@@ -30,9 +30,9 @@ DOCS_SCREENSHOT = REPO / "docs" / "img" / "viewer-compare.png"
 @pytest.fixture(scope="module")
 def sim_run(artifact, tmp_path_factory) -> Path:
     runs_dir = tmp_path_factory.mktemp("viewer-runs")
-    done = run_cli("model=simulated", f"model.world={artifact}", "strategy=none,full", "benchmark=tau2_retail",
-                   "benchmark.task_ids=['5','9']", "benchmark.trials=1", "concurrency=2", f"memory={artifact}",
-                   "run_name=sim", runs_dir=runs_dir, multirun=True)
+    done = run_in_process("model=simulated", f"model.world={artifact}", "strategy=none,full", "benchmark=tau2_retail",
+                          "benchmark.task_ids=['5','9']", "benchmark.trials=1", "concurrency=2", f"memory={artifact}",
+                          "run_name=sim", runs_dir=runs_dir, multirun=True)
     assert done.returncode == 0, done.stderr[-2000:]
     return runs_dir / "sim"
 

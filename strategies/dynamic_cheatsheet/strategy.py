@@ -17,16 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
-from strategies.base import Gold, Rerun, Trajectory
-from strategies.dynamic_cheatsheet.cheatsheet import VARIANTS, Cheatsheet, CheatsheetOptions, delivered, extract_cheatsheet
-from strategies.dynamic_cheatsheet.artifact import load_start_state
-from strategies.dynamic_cheatsheet.retrieval_synthesis import RetrievalSynthesisCheatsheet
-from memory_kit.extraction import render_trajectory
-from strategies.plan_block import PlanEstimate
-from memory_kit.extraction import query_of
-from strategies.registry import StrategyContext
+from memory_kit.extraction import query_of, render_trajectory
 from memory_kit.role_llm import RoleLLM
 from memory_kit.stream_data import other_stream
+from strategies.base import Gold, Rerun, Trajectory
+from strategies.dynamic_cheatsheet.strategy.artifact import load_start_state
+from strategies.dynamic_cheatsheet.cheatsheet import (VARIANTS, Cheatsheet, CheatsheetOptions, delivered,
+                                                      extract_cheatsheet)
+from strategies.dynamic_cheatsheet.retrieval_synthesis import RetrievalSynthesisCheatsheet
+from strategies.plan_block import PlanEstimate
+from strategies.registry import StrategyContext
 
 CURATOR_SYSTEM = """# CHEATSHEET CURATOR
 
