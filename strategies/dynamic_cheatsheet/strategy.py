@@ -21,7 +21,7 @@ from memory_kit.extraction import query_of, render_trajectory
 from memory_kit.role_llm import RoleLLM
 from memory_kit.stream_data import other_stream
 from strategies.base import Gold, Rerun, Trajectory
-from strategies.dynamic_cheatsheet.strategy.artifact import load_start_state
+from strategies.dynamic_cheatsheet.artifact import load_start_state
 from strategies.dynamic_cheatsheet.cheatsheet import (VARIANTS, Cheatsheet, CheatsheetOptions, delivered,
                                                       extract_cheatsheet)
 from strategies.dynamic_cheatsheet.retrieval_synthesis import RetrievalSynthesisCheatsheet
