@@ -4,6 +4,8 @@ import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # strategies that call LiteLLM: no network price map
 
+from strategies.declaration import Declaration
+from strategies.options import option
 from strategies.base import (
     EMPTY,
     Delivery,
@@ -21,14 +23,15 @@ from strategies.base import (
     report_call,
 )
 from strategies.memory_file import MemoryFileError, load_memory, save_memory
-from strategies.registry import (StrategyContext, UnknownStrategy, available, check_memory, create, known_options,
-                                 learns_online, register, strategy_class, trial_streams, uses_ground_truth,
-                                 uses_memory, validate_options)
+from strategies.registry import (StrategyContext, UnknownStrategy, available, check_memory, create, declaration,
+                                 delivered_frame, known_options, learns_online, register, strategy_class,
+                                 trial_streams, uses_ground_truth, uses_memory, validate_options)
 
 __all__ = [
-    "EMPTY", "Delivery", "Embedder", "Guideline", "MemoryTool", "MemoryToolError", "ModelCall", "StepView",
-    "Strategy", "StrategyBase", "TaskView",
+    "Declaration", "option", "EMPTY", "Delivery", "Embedder", "Guideline", "MemoryTool", "MemoryToolError",
+    "ModelCall", "StepView", "Strategy", "StrategyBase", "TaskView",
     "Trajectory", "render_guidelines", "report_call", "MemoryFileError", "load_memory", "save_memory",
-    "StrategyContext", "UnknownStrategy", "available", "check_memory", "create", "known_options", "learns_online",
+    "StrategyContext", "UnknownStrategy", "available", "check_memory", "create", "declaration", "delivered_frame",
+    "known_options", "learns_online",
     "register", "strategy_class", "trial_streams", "uses_ground_truth", "uses_memory", "validate_options",
 ]

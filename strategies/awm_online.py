@@ -19,10 +19,11 @@ from strategies.awm import FRAME, INSTRUCTION, induction_prompt, parse_workflows
 from strategies.base import (Delivery, Gold, Guideline, Rerun, StepView, StrategyBase, TaskView, Trajectory,
                              learner_start)
 from strategies.stream_data import guideline_data, guidelines_of, other_stream
-from strategies.frame import frame_option
-from strategies.budget import budget_option, fit_budget, token_counter
+from strategies.budget import fit_budget, token_counter
+from strategies.declaration import Declaration, always
 from strategies.experiences import condense
-from strategies.plan_block import PlanEstimate
+from strategies.options import BlockOptions, option
+from strategies.plan_block import Count, PlanEstimate
 from strategies.reasoning_bank_prompts import JUDGE_SYSTEM, parse_status, user_turn
 from strategies.reasoning_bank import JUDGE_TEMPERATURE
 from strategies.registry import StrategyContext
@@ -31,13 +32,26 @@ from strategies.role_llm import RoleLLM
 ONLINE_TEMPERATURE, ONLINE_MAX_TOKENS = 1.0, 2048  # webarena/induce_prompt.py llm_generate
 
 
+@dataclass(frozen=True)
+class AwmOnlineOptions(BlockOptions):
+    model: Optional[str] = option(None, means="a model string or null")  # judge and inducer; null: the run's model
+
+    def __post_init__(self) -> None:
+        if self.model == "":
+            raise ValueError("option model must be a model string or null, got ''")
+
+
+def induced_online(memory: Optional[str], count: Count, opts: Any) -> PlanEstimate:
+    return PlanEstimate(0.0, "no workflows at first (they are induced online; its judge and induction calls are "
+                        "not in this estimate)", {"awm_judge": 1.0, "awm_induction": 1.0})
+
+
 @dataclass
 class AwmOnline(StrategyBase):
     name: str = "awm_online"
-    known_options = ("model", "budget_tokens", "frame")
-    frame = FRAME  # awm's
-    uses_memory = False  # starts from no workflows and learns online: memory= is not read
-    trial_streams = True
+    # awm's frame; starts from no workflows and learns online: memory= is not read
+    declaration = Declaration(options=AwmOnlineOptions, frame=FRAME, uses_memory=False, online=always,
+                              trial_streams=True, plan=induced_online)
     learns_online: bool = True
     llm: Optional[RoleLLM] = None
     count_tokens: Optional[Callable[[str], int]] = field(default=None, repr=False)
@@ -46,7 +60,7 @@ class AwmOnline(StrategyBase):
     _streams: dict[int, "AwmOnline"] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.validate_options(dict(self.options))
+        self.opts = self.typed_options()
         self.count_tokens = self.count_tokens or token_counter(None)
         self._solved: list[tuple[str, str]] = []  # (task id, condensed episode) judged successful, in stream order
         self.workflows: tuple[Guideline, ...] = ()
@@ -54,10 +68,10 @@ class AwmOnline(StrategyBase):
 
     def _fit(self) -> Delivery:
         assert self.count_tokens is not None
-        frame = self.delivered_frame(self.options) or FRAME
+        frame = self.declaration.delivered_frame(self.opts) or FRAME
         return fit_budget(self.workflows, [0] * len(self.workflows),
                           lambda kept, note: render_workflows(kept, note, frame), self.count_tokens,
-                          budget_option(self.name, self.options), noun="workflows")
+                          self.opts.budget_tokens, noun="workflows")
 
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
         with self._lock:
@@ -111,23 +125,7 @@ class AwmOnline(StrategyBase):
             return self._streams[trial]
 
     @classmethod
-    def validate_options(cls, options: dict[str, Any]) -> None:
-        unknown = set(options) - set(cls.known_options)
-        if unknown:
-            raise ValueError(f"awm_online: unknown option(s) {sorted(unknown)}")
-        model = options.get("model")
-        if model is not None and not (isinstance(model, str) and model):
-            raise ValueError(f"awm_online: option 'model' must be a model string or null, got {model!r}")
-        budget_option(cls.name, options)
-        frame_option(cls.name, options)
-
-    @classmethod
-    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
-        return PlanEstimate(0.0, "no workflows at first (they are induced online; its judge and induction calls are "
-                            "not in this estimate)", {"awm_judge": 1.0, "awm_induction": 1.0})
-
-    @classmethod
     def create(cls, ctx: StrategyContext) -> "AwmOnline":
-        model = ctx.options.get("model")
+        model = cls.declaration.parse(cls.name, ctx.options).model
         return cls(options=dict(ctx.options), count_tokens=token_counter(ctx.model),
                    llm=RoleLLM.role(ctx.run_client(), model))

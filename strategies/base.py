@@ -9,7 +9,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterator, Mapping, Optional, Protocol, Sequence, runtime_checkable
 
-from strategies.frame import Frame, chosen
+from strategies.declaration import Declaration
+from strategies.frame import Frame
 
 CATEGORIES = ("strategy", "recovery", "optimization")
 
@@ -150,8 +151,7 @@ class Strategy(Protocol):
 
     Every capability is declared here and has a no-op default in `StrategyBase`, so the harness calls each one
     plainly and never probes for it (as benchmarks: harness/benchmarks/protocol.py). What the harness asks of
-    a strategy's class before building it (option schema, memory, ground truth) is `StrategyBase`'s classmethods
-    and class attributes: `known_options`, `validate_options`, `uses_memory`, `uses_ground_truth`, `create`."""
+    a strategy's class before building it is its `declaration` (strategies/declaration.py)."""
 
     # read-only to the harness: a plain attribute, a class attribute or a property all satisfy them
     @property
@@ -194,62 +194,19 @@ class Strategy(Protocol):
 @dataclass(eq=False)  # a strategy is itself, never equal to another with the same options (and hashable)
 class StrategyBase:
     """Every optional member of `Strategy` with its no-op default; a strategy writes `deliver` and overrides
-    what it has. Class-level declarations, read before the strategy is built:
-
-    - `known_options`: the option names it takes (`()`: none; `None`: its `validate_options` checks names itself,
-      which is what a class that has the hook and declares no names gets);
-    - `validate_options(options)`: checks values, raises ValueError (exit 2 before anything is written);
-    - `uses_memory`: False for a strategy that ignores `memory=` (its rows carry no provenance label);
-    - `uses_ground_truth(options)`: whether, so configured, it learns from labels (withheld otherwise);
-    - `learns_online_with(options)`: whether, so configured, it learns online (`benchmark.orders`, `make plan`);
-    - `check_memory(path)`: refuses (ValueError) an artifact it cannot start from (exit 2 before anything runs);
-    - `plan_estimate(memory, count, options)`: what `make plan` prices (strategies/plan_block.py);
-    - `frame`: its block's frame (strategies/frame.py); `memory_of(options)`: whose memory_by_strategy it reads;
-    - `create(ctx)`: the strategy for one job (default: built from its options)."""
+    what it has. What the harness asks before building it is its class's `declaration`
+    (strategies/declaration.py: typed options, memory, ground truth, online, frame, plan, artifacts);
+    `create(ctx)` builds the strategy for one job (default: from its options)."""
 
     name: str = "base"
     options: dict[str, Any] = field(default_factory=dict)
     learns_online: bool = False
     trial_streams: ClassVar[bool] = False
-    known_options: ClassVar[Optional[tuple[str, ...]]] = ()
-    uses_memory: ClassVar[bool] = True
-    frame: ClassVar[Optional[Frame]] = None  # a design that delivers text: its tag, header, instruction
+    declaration: ClassVar[Declaration] = Declaration()
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        own = [k for k in cls.__mro__ if k is not StrategyBase and issubclass(k, StrategyBase)]
-        if any("validate_options" in vars(k) for k in own) and not any("known_options" in vars(k) for k in own):
-            cls.known_options = None  # a hook and no names: it checks names itself (as before declarations)
-
-    @classmethod
-    def validate_options(cls, options: dict[str, Any]) -> None:
-        return None
-
-    @classmethod
-    def memory_of(cls, options: Mapping[str, Any]) -> Optional[str]:  # None: its own entry
-        return None
-
-    @classmethod
-    def delivered_frame(cls, options: dict[str, Any]) -> Optional[Frame]:  # its frame as configured (frame: neutral)
-        return chosen(cls.frame, options, str(cls.name)) if cls.frame is not None else None
-
-    @classmethod
-    def uses_ground_truth(cls, options: dict[str, Any]) -> bool:
-        return False
-
-    @classmethod
-    def check_memory(cls, path: Optional[str]) -> None:
-        return None
-
-    @classmethod
-    def learns_online_with(cls, options: dict[str, Any]) -> bool:
-        declared = cls.learns_online  # a class attribute, or the field's default (a property: not a bool)
-        return declared if isinstance(declared, bool) else False
-
-    @classmethod
-    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> Any:
-        """-> plan_block.PlanEstimate; None: the plan counts every guideline, an upper bound (full_block)."""
-        return None
+    def typed_options(self) -> Any:
+        """Its options as its declaration types them (strategies/options.py), checked."""
+        return self.declaration.parse(self.name, self.options)
 
     @classmethod
     def create(cls, ctx: Any) -> "StrategyBase":  # ctx: strategies.registry.StrategyContext

@@ -1,5 +1,6 @@
-"""Strategies written against the protocol before its capabilities were declared, fitted once when the registry
-loads them: a plain factory function, a class with `create(ctx)` that does not inherit `StrategyBase`, or one
+"""Strategies written against an older protocol, fitted once when the registry loads them: a StrategyBase class
+that declares itself with class attributes and classmethods (`known_options`, `validate_options`, ...) instead of
+a `declaration`, a plain factory function, a class with `create(ctx)` that does not inherit `StrategyBase`, or one
 that learns in `update(trajectory)`, the member `learn` replaced (it is called as the strategy's `learn`).
 
 This is the one place that reads the old, optional shape (attributes a strategy might have). What it builds
@@ -8,59 +9,88 @@ is given `StrategyBase`'s defaults for the members it lacks, so the harness call
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, make_dataclass
 from typing import Any, Mapping, Optional, Sequence, cast
 
 from strategies.base import Delivery, Gold, Rerun, StepView, Strategy, StrategyBase, TaskView, Trajectory
+from strategies.declaration import Declaration, any_memory
+from strategies.frame import Frame
+
+
+LEGACY = ("known_options", "validate_options", "uses_memory", "uses_ground_truth", "learns_online_with",
+          "check_memory", "plan_estimate", "frame", "memory_of", "delivered_frame", "trial_streams")
+_UNSET: Any = object()  # an option the config did not give
+
+
+def fit(obj: Any) -> Any:
+    """`obj` itself when it is a StrategyBase class that declares itself as today (a `declaration`, or nothing
+    old), else fitted once as its old shape reads."""
+    if isinstance(obj, type) and issubclass(obj, StrategyBase) and not learns_by_update(obj):
+        own = [vars(k) for k in obj.__mro__ if k not in (StrategyBase, object)]
+        if any("declaration" in v for v in own) or not any(name in v for v in own for name in LEGACY):
+            return obj
+    return LegacyFactory(obj)
 
 
 class LegacyFactory:
-    """A registered object that is not a StrategyBase class, read as the old protocol read it: `known_options`
-    (absent: none, or unchecked names when it has a `validate_options` hook), the optional hooks, and `create`
+    """A registered object in an older shape (a StrategyBase class with the old class-level declarations, a class
+    that does not inherit StrategyBase, a plain factory function), read as the old protocol read it: its
+    `known_options` (absent: none, or any names when it has a `validate_options` hook), its hooks, and `create`
     (else the object is called with the context)."""
 
     def __init__(self, obj: Any):
         self.obj = obj
-        declared = getattr(obj, "known_options", None)
-        hook = getattr(obj, "validate_options", None)
-        self.known_options: Optional[tuple[str, ...]] = tuple(declared) if declared is not None else \
-            (None if hook is not None else ())
-        self.uses_memory = bool(getattr(obj, "uses_memory", True))
-        self._validate, self._ground_truth = hook, getattr(obj, "uses_ground_truth", None)
         self._create = getattr(obj, "create", None) or obj
+        self.declaration = Declaration(
+            options=_options_type(obj), gather="given" if _takes_any(obj) else "",
+            uses_memory=bool(getattr(obj, "uses_memory", True)), online=self._online,
+            trial_streams=getattr(obj, "trial_streams", False) is True, ground_truth=self._ground_truth,
+            frame=frame if isinstance(frame := getattr(obj, "frame", None), Frame) else None,
+            memory_of=lambda opts: self._hook("memory_of", opts, None),
+            plan=lambda memory, count, opts: self._hook("plan_estimate", opts, None, memory, count),
+            check_memory=getattr(obj, "check_memory", None) or any_memory)
 
-    def validate_options(self, options: dict[str, Any]) -> None:
-        if self._validate is not None:
-            self._validate(dict(options))
+    def _hook(self, name: str, opts: Any, absent: Any, *before: Any) -> Any:
+        hook = getattr(self.obj, name, None)
+        return hook(*before, given(opts)) if hook is not None else absent
 
-    def uses_ground_truth(self, options: dict[str, Any]) -> bool:
-        return bool(self._ground_truth(dict(options))) if self._ground_truth is not None else False
-
-    def check_memory(self, path: Optional[str]) -> None:
-        return None  # an old plugin checks its artifact when it is built
-
-    def learns_online_with(self, options: dict[str, Any]) -> bool:
+    def _online(self, opts: Any) -> bool:
+        if getattr(self.obj, "learns_online_with", None) is not None:
+            return bool(self._hook("learns_online_with", opts, False))
         declared = getattr(self.obj, "learns_online", False)  # an old plugin declares it on its class, if at all
         return declared if isinstance(declared, bool) else False
 
-    def plan_estimate(self, memory: Optional[str], count: Any, options: dict[str, Any]) -> Any:
-        return None  # an old plugin declares nothing: the plan counts the full block, an upper bound
-
-    frame = None  # an old plugin declares no frame: no control arm matches it
-
-    def delivered_frame(self, options: dict[str, Any]) -> None:
-        return None
-
-    def memory_of(self, options: Any) -> None:
-        return None  # it reads its own memory entry
-
-    @property
-    def trial_streams(self) -> bool:
-        declared = getattr(self.obj, "trial_streams", False)
-        return declared if isinstance(declared, bool) else False
+    def _ground_truth(self, opts: Any) -> bool:
+        return bool(self._hook("uses_ground_truth", opts, False))
 
     def create(self, ctx: Any) -> Strategy:
         return fitted(self._create(ctx))
+
+
+def _takes_any(obj: Any) -> bool:
+    return getattr(obj, "known_options", None) is None and getattr(obj, "validate_options", None) is not None
+
+
+def _options_type(obj: Any) -> type:
+    """A dataclass of the names it declares (any, when it checks names itself), whose check is its own hook."""
+    hook = getattr(obj, "validate_options", None)
+    names = () if _takes_any(obj) else tuple(getattr(obj, "known_options", None) or ())
+    columns: list[tuple[str, Any, Any]] = [("given", dict, field(default_factory=dict))] if _takes_any(obj) else \
+        [(name, Any, field(default=_UNSET)) for name in names]
+
+    def check(self: Any) -> None:
+        if hook is not None:
+            hook(given(self))
+
+    return make_dataclass("LegacyOptions", columns, frozen=True, namespace={"__post_init__": check})
+
+
+def given(opts: Any) -> dict[str, Any]:
+    """The options the config gave, as the old hooks read them (a dict)."""
+    values = {f.name: getattr(opts, f.name) for f in fields(opts)}
+    if list(values) == ["given"] and isinstance(values["given"], dict):
+        return dict(values["given"])
+    return {k: v for k, v in values.items() if v is not _UNSET}
 
 
 def learns_by_update(obj: Any) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from strategies.base import Gold, Rerun, Trajectory
-from strategies.cheatsheet import Cheatsheet, CheatsheetOptions, extract_cheatsheet
+from strategies.cheatsheet import Cheatsheet, extract_cheatsheet
 from strategies.dc_retrieval_synthesis import RetrievalSynthesisCheatsheet
 from strategies.extraction import render_trajectory
 from strategies.reasoning_bank_prompts import query_of
@@ -62,7 +62,7 @@ class DynamicCheatsheet(Cheatsheet):
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> Cheatsheet:
-        opts = CheatsheetOptions.from_options(ctx.options)
+        opts = cls.declaration.parse(cls.name, ctx.options)
         llm = RoleLLM.role(ctx.run_client(), opts.model)
         made = RetrievalSynthesisCheatsheet if opts.variant == "retrieval_synthesis" else cls
         return made(options=dict(ctx.options), llm=llm)

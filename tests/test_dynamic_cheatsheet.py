@@ -28,8 +28,8 @@ def test_defaults_are_the_references_and_the_config_says_the_same():
     assert (opts.temperature, opts.max_tokens, EMPTY_CHEATSHEET) == (0.0, 4096, "(empty)")
     cfg = yaml.safe_load((REPO / "configs" / "strategy" / "dynamic_cheatsheet.yaml").read_text())
     assert cfg["options"] == {k: getattr(opts, k) for k in cfg["options"]}
-    assert "dynamic_cheatsheet" in strategies.available() and not DynamicCheatsheet.uses_memory
-    assert not DynamicCheatsheet.uses_ground_truth({})  # the curator judges correctness itself
+    assert "dynamic_cheatsheet" in strategies.available() and not DynamicCheatsheet.declaration.uses_memory
+    assert not strategies.uses_ground_truth("dynamic_cheatsheet", {})  # the curator judges correctness itself
     assert extract_cheatsheet("no tags here", "old") == "old"
     # the FIRST tag pair, as utils/extractor.py's extract_cheatsheet (a single regex search) takes it
     assert extract_cheatsheet("<cheatsheet>\na\n</cheatsheet> then <cheatsheet>b</cheatsheet>", "old") == "a"
@@ -79,13 +79,13 @@ def _done(task_id: str, text: str, tool: str) -> Trajectory:  # what the agent d
 
 def test_retrieval_synthesis_defaults_are_the_references():
     # run_benchmark.py: retrieve_top_k=3; the curator's call as the cumulative one's; the variant is an option
-    opts = CheatsheetOptions.from_options({"variant": "retrieval_synthesis"})
+    opts = strategies.registry.typed_options("dynamic_cheatsheet", {"variant": "retrieval_synthesis"})
     assert (opts.top_k, opts.temperature, opts.max_tokens, CheatsheetOptions().variant) == (3, 0.0, 4096, "cumulative")
     made = DynamicCheatsheet.create(StrategyContext(options={"variant": "retrieval_synthesis", "embed_cache": None},
                                                     model="scripted/x"))
-    assert type(made).__name__ == "RetrievalSynthesisCheatsheet" and made.learns_online and not made.uses_memory
-    with pytest.raises(ValueError, match="variant in"):
-        CheatsheetOptions.from_options({"variant": "retrieval"})
+    assert type(made).__name__ == "RetrievalSynthesisCheatsheet" and made.learns_online
+    with pytest.raises(ValueError, match="variant='retrieval'; valid: cumulative, retrieval_synthesis"):
+        strategies.validate_options("dynamic_cheatsheet", {"variant": "retrieval"})
 
 
 def test_retrieval_synthesis_curates_once_per_task_from_the_most_similar_past_episodes_most_similar_last():

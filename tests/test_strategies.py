@@ -116,10 +116,10 @@ def test_a_strategy_written_against_the_old_protocol_keeps_working():
         assert built.learn("t") == {} and OldOnline.seen == ["t"]  # no learn(): its update() is the update
         assert built.record_facts(None) == {"old_fact": 1}
         assert not strategies.uses_ground_truth("old_online", {}) and strategies.uses_memory("old_online")
-        from strategies.frame import frame_of  # what a job asks every strategy class: no frame, its own memory
-
-        old = strategies.strategy_class("old_online")
-        assert frame_of(old, {}) is None and old.frame is None and old.memory_of({}) is None
+        # what a job asks every strategy class: no frame, its own memory
+        old = strategies.declaration("old_online")
+        assert strategies.delivered_frame("old_online", {}) is None and old.frame is None
+        assert strategies.registry.memory_owner("old_online", {}, {}) == "old_online"
     finally:
         strategies.registry._REGISTRY.extra.pop("old_online", None)
         strategies.registry._REGISTRY.extra.pop("old_plain", None)

@@ -1,5 +1,5 @@
 """`ace_online`: the ACE playbook learns after every finished episode (Reflector + Curator), one learning
-stream per trial. The frozen `ace` and the option checks are in strategies/ace/strategy.py."""
+stream per trial. The frozen `ace` is in strategies/ace/strategy.py."""
 
 from __future__ import annotations
 
@@ -9,15 +9,39 @@ from pathlib import Path
 from typing import Any, Callable
 
 from strategies.ace.adapt import AceSettings, Adapter, UpdateReport
-from strategies.ace.llm import JsonLLM
+from strategies.ace.llm import JSON_MODES, JsonLLM
 from strategies.ace.playbook import Playbook, load_playbook
 from strategies.ace.pruning import EmbeddingCache
-from strategies.ace.strategy import LATEST, ONLINE_OPTIONS, RENAMED, SNAPSHOTS, AcePlaybook, check_options, now_utc
+from strategies.ace.strategy import FRAME, LATEST, SNAPSHOTS, AcePlaybook, now_utc
 from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory, trial_of
 from strategies.budget import token_counter
+from strategies.declaration import Declaration, always
 from strategies.memory_file import learned_from, read_playbook_or_guidelines
-from strategies.plan_block import PlanEstimate, full_block
+from strategies.options import budget_field, option
+from strategies.plan_block import full_block
 from strategies.registry import StrategyContext
+
+
+@dataclass(frozen=True)
+class AceOnlineOptions(AceSettings):
+    """Every playbook setting (strategies/ace/adapt.py), where the starting playbook comes from (null: the run's
+    memory=, or none), the per-delivery cap, and each role's model (null: the run's), kwargs and key."""
+
+    playbook: str | None = None
+    budget_tokens: int | None = budget_field()
+    reflector_model: str | None = None
+    reflector_kwargs: dict[str, Any] | None = None
+    reflector_api_key_env: str | None = None
+    curator_model: str | None = None
+    curator_kwargs: dict[str, Any] | None = None
+    curator_api_key_env: str | None = None
+    json_mode: str = option("schema", choices=JSON_MODES)
+    embedder: str = "minilm"  # de-duplication's (only when dedup is on)
+
+
+def learns_from_labels(opts: AceOnlineOptions) -> bool:
+    """Labels are learned from when allowed, or when the verdict decides re-runs."""
+    return opts.allow_ground_truth or (opts.retry_without_ground_truth and opts.reflection_rounds > 0)
 
 
 class AceOnline(AcePlaybook):
@@ -33,8 +57,10 @@ class AceOnline(AcePlaybook):
     """
 
     name = "ace_online"
-    option_names = ONLINE_OPTIONS
-    known_options = tuple(sorted(ONLINE_OPTIONS | set(RENAMED)))
+    # the playbook's guidelines, as plain bullets, for the plan (an upper bound)
+    declaration = Declaration(options=AceOnlineOptions, online=always, trial_streams=True,
+                              ground_truth=learns_from_labels, frame=FRAME,
+                              plan=lambda memory, count, opts: full_block(memory, count))
     learns_online = True
     trial_streams = True
 
@@ -188,30 +214,19 @@ class AceOnline(AcePlaybook):
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "AceOnline":
-        options = check_options(cls.name, ctx.options, cls.option_names)
-        settings = AceSettings.from_options(options)
-        source = options.get("playbook") or ctx.memory_path  # each stream resumes from its own latest file
+        settings = cls.declaration.parse(cls.name, ctx.options)
+        source = settings.playbook or ctx.memory_path  # each stream resumes from its own latest file
         if source:
             playbook, meta = read_playbook_or_guidelines(source)
             meta = {**meta, "source": str(source)}
         else:
             playbook, meta = Playbook(), {"source": None}
         count = token_counter(ctx.model)
-        adapter = Adapter(reflector=_role(options, "reflector", ctx), curator=_role(options, "curator", ctx),
+        adapter = Adapter(reflector=_role(settings, "reflector", ctx), curator=_role(settings, "curator", ctx),
                           count_tokens=count, settings=settings,
-                          embeddings=EmbeddingCache(_embedder(options)) if settings.dedup_on else None)
-        return cls(playbook, adapter=adapter, artifacts_dir=ctx.artifacts_dir, meta=meta, options=options,
+                          embeddings=EmbeddingCache(_embedder(settings)) if settings.dedup_on else None)
+        return cls(playbook, adapter=adapter, artifacts_dir=ctx.artifacts_dir, meta=meta, options=dict(ctx.options),
                    learned_from=ctx.learned_from, token_model=ctx.model)
-
-    @classmethod
-    def plan_estimate(cls, memory: str | None, count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
-        return full_block(memory, count)  # the playbook's guidelines, as plain bullets (an upper bound)
-
-    @classmethod
-    def uses_ground_truth(cls, options: dict[str, Any]) -> bool:
-        """Registry hook: labels are learned from when allowed, or when the verdict decides re-runs."""
-        s = AceSettings.from_options(options)
-        return s.allow_ground_truth or (s.retry_without_ground_truth and s.reflection_rounds > 0)
 
 
 STREAM_DIR = "trial_"
@@ -263,6 +278,7 @@ class _StreamSnapshot(AcePlaybook):
     """A trial stream as it stood when an episode left for a Ray worker: it delivers and reports exactly what the
     live `_TrialView` would (the driver sends a new one with every episode and re-run) and learns nothing."""
 
+    name, declaration = AceOnline.name, AceOnline.declaration
     learns_online = True
 
     def __init__(self, state: dict[str, Any], settings: AceSettings, token_model: str | None, meta: dict[str, Any],
@@ -289,18 +305,19 @@ def _stream_facts(ace: AcePlaybook, trajectory: Trajectory | None, playbook: Pla
     return {**ace.facts_for(trajectory, playbook), "episodes_seen": updates, "memory_size": len(playbook)}
 
 
-def _role(options: dict[str, Any], role: str, ctx: StrategyContext) -> JsonLLM:
+def _role(opts: AceOnlineOptions, role: str, ctx: StrategyContext) -> JsonLLM:
     """`<role>_model: null` = the run's own model (and its kwargs, e.g. a local server's api_base)."""
-    if not (options.get(f"{role}_model") or ctx.model):
+    reflector = role == "reflector"
+    model, kwargs, key = ((opts.reflector_model, opts.reflector_kwargs, opts.reflector_api_key_env) if reflector
+                          else (opts.curator_model, opts.curator_kwargs, opts.curator_api_key_env))
+    if not (model or ctx.model):
         raise ValueError(f"ace_online: no model for the {role}; set strategy.options.{role}_model")
-    settings = AceSettings.from_options(options)
-    client = ctx.run_client().configured(options.get(f"{role}_model"), options.get(f"{role}_kwargs"),
-                                         options.get(f"{role}_api_key_env"), max_retries=settings.role_max_retries,
-                                         retry_backoff_s=settings.role_retry_backoff_s)
-    return JsonLLM.of(client, json_mode=options.get("json_mode", "schema"))
+    client = ctx.run_client().configured(model, kwargs, key, max_retries=opts.role_max_retries,
+                                         retry_backoff_s=opts.role_retry_backoff_s)
+    return JsonLLM.of(client, json_mode=opts.json_mode)
 
 
-def _embedder(options: dict[str, Any]) -> Any:
+def _embedder(opts: AceOnlineOptions) -> Any:
     from strategies.embeddings import make_embedder  # lazy: the model loads only when dedup is on
 
-    return make_embedder(options.get("embedder", "minilm"))
+    return make_embedder(opts.embedder)
