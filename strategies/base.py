@@ -181,9 +181,6 @@ class Strategy(Protocol):
     def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
         """The strategy's own columns for an episode's row (ACE: `cited_steps`, `memory_ground_truth`)."""
 
-    def applied_episodes(self) -> Optional[frozenset[str]]:
-        """Episode keys whose update is committed with its memory (a resume replays the rest); None: not kept."""
-
     def stream_state(self, trial: int) -> Optional[dict[str, Any]]:
         """Stream `trial` as JSON-able data, committed after each update (runner/stream_state.py); None: none."""
 
@@ -201,8 +198,11 @@ class StrategyBase:
     name: str = "base"
     options: dict[str, Any] = field(default_factory=dict)
     learns_online: bool = False
-    trial_streams: ClassVar[bool] = False
     declaration: ClassVar[Declaration] = Declaration()
+
+    @property
+    def trial_streams(self) -> bool:
+        return self.declaration.trial_streams
 
     def typed_options(self) -> Any:
         """Its options as its declaration types them (strategies/options.py), checked."""
@@ -224,9 +224,6 @@ class StrategyBase:
 
     def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
         return {}
-
-    def applied_episodes(self) -> Optional[frozenset[str]]:
-        return None
 
     def stream_state(self, trial: int) -> Optional[dict[str, Any]]:
         return None

@@ -153,11 +153,6 @@ class LegacyStrategy:
         own = getattr(self.inner, "record_facts", None)
         return dict(own(trajectory)) if own is not None else {}
 
-    def applied_episodes(self) -> Optional[frozenset[str]]:
-        own = getattr(self.inner, "applied_episodes", None)
-        applied = own() if own is not None else None
-        return frozenset(applied) if applied is not None else None
-
     def stream_state(self, trial: int) -> Optional[dict[str, Any]]:
         return None  # an old-protocol learner keeps no state as data
 

@@ -111,14 +111,17 @@ def test_build_replays_stored_episodes_as_updates(tmp_path):
     assert strategy.updates == 2
 
 
-def test_online_resumes_from_its_saved_playbook(tmp_path):
+def test_online_resumes_from_its_committed_stream(tmp_path):
     roles = install_scripted_roles()
     roles.queue("curator", {"operations": [{"type": "ADD", "section": "others", "content": "Be precise."}]})
-    online(tmp_path).learn(episode("1"))
+    first = online(tmp_path)
+    first.learn(episode("1"))
     ctx = StrategyContext(artifacts_dir=tmp_path, model="gpt-4o", options={"reflector_model": MODEL,
                                                                            "curator_model": MODEL,
                                                                            "dedup_threshold": None})
     resumed = create("ace_online", ctx)
+    assert resumed.updates == 0 and resumed.deliver(TASK, STEP).ids == []  # the run's committed state decides
+    resumed.restore_stream(0, first.stream_state(0))  # as the harness restores it (harness/runner/stream_state.py)
     assert resumed.updates == 1 and resumed.deliver(TASK, STEP).ids == ["misc-00001"]
     resumed.learn(episode("2"))
     assert json.loads((tmp_path / "history.jsonl").read_text().splitlines()[-1])["update"] == 2

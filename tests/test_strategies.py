@@ -112,7 +112,7 @@ def test_a_strategy_written_against_the_old_protocol_keeps_working():
             strategies.validate_options("old_plain", {"n": 2})
         built = strategies.create("old_online", StrategyContext())
         assert isinstance(built, strategies.Strategy) and built.learns_online and built.name == "old_online"
-        assert built.for_trial(1) is built and built.applied_episodes() is None
+        assert built.for_trial(1) is built and built.stream_state(0) is None
         assert built.learn("t") == {} and OldOnline.seen == ["t"]  # no learn(): its update() is the update
         assert built.record_facts(None) == {"old_fact": 1}
         assert not strategies.uses_ground_truth("old_online", {}) and strategies.uses_memory("old_online")

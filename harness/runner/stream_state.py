@@ -1,13 +1,12 @@
 """An online learner's streams belong to the run: one mechanism for every learner that keeps its stream as data
-(`Strategy.stream_state` / `restore_stream`: reasoning_bank, dynamic_cheatsheet, awm_online, a plugin).
+(`Strategy.stream_state` / `restore_stream`: ace_online, reasoning_bank, dynamic_cheatsheet, awm_online, a plugin).
 
 After each update (applied or lost) the stream's state and the episode keys it has applied are written with the
 run (RunStore.write_stream_state), with the state before it, ahead of the episode's row. A resumed run restores every
 stream to its last committed state whose episode has its row (a kill between an update's commit and its row rolls
 that one update back, so the re-run episode sees what it saw the first time and learns once), and replays
 (harness/runner/online_replay.py) a recorded episode whose key is not applied. The same
-state travels with an episode to a Ray worker and back (harness/runner/ray_executor.py). ACE online commits its
-playbook and applied keys in its own files (strategies/ace/online.py) and keeps no state here.
+state travels with an episode to a Ray worker and back (harness/runner/ray_executor.py).
 """
 
 from __future__ import annotations

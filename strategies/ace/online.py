@@ -3,21 +3,24 @@ stream per trial. The frozen `ace` is in strategies/ace/strategy.py."""
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from strategies.ace.adapt import AceSettings, Adapter, UpdateReport
 from strategies.ace.llm import JSON_MODES, JsonLLM
-from strategies.ace.playbook import Playbook, load_playbook
+from strategies.ace.playbook import Bullet, Playbook
 from strategies.ace.pruning import EmbeddingCache
-from strategies.ace.strategy import FRAME, LATEST, SNAPSHOTS, AcePlaybook, now_utc
+from strategies.ace.strategy import FRAME, HISTORY, LATEST, SNAPSHOTS, AcePlaybook, now_utc
 from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory, trial_of
 from strategies.budget import token_counter
 from strategies.declaration import Declaration, always
 from strategies.memory_file import learned_from, read_playbook_or_guidelines
 from strategies.options import budget_field, option
+from strategies.stream_data import guideline_data, guidelines_of
+from foundation.atomic import write_text_atomic
 from strategies.plan_block import full_block
 from strategies.registry import StrategyContext
 
@@ -52,8 +55,10 @@ class AceOnline(AcePlaybook):
     runs the streams side by side (`trial_streams`; each stream's updates one at a time, under its lock). Stream 0
     lives in `<artifacts_dir>/`, stream t > 0 in `<artifacts_dir>/trial_<t>/`: every update writes a full
     snapshot `snapshots/playbook_NNNN.jsonl` there, and `playbook.jsonl` is always that stream's latest (with
-    `_meta.learned_from`), from which a resumed run continues. All streams append to one
-    `<artifacts_dir>/history.jsonl` (field `stream`).
+    `_meta.learned_from`). All streams append to one `<artifacts_dir>/history.jsonl` (field `stream`). A stream
+    is also data (`stream_state`: its playbook, applied episodes, updates and re-run deliveries), which the harness
+    commits with the run after each update and restores on resume (harness/runner/stream_state.py), and which
+    travels with an episode to a Ray worker and back, as every online learner's stream does.
     """
 
     name = "ace_online"
@@ -74,11 +79,8 @@ class AceOnline(AcePlaybook):
         self.initial = self._playbook  # every stream starts here (after the budget, as loaded)
         self.learned_from = learned_from  # the job's benchmark, split, model, labels: each stream adds its tasks
         self.streams: dict[int, _Stream] = {}
-        stored = sorted(int(d.name[len(STREAM_DIR):]) for d in self.artifacts_dir.glob(f"{STREAM_DIR}*")
-                        if (d / LATEST).is_file() and d.name[len(STREAM_DIR):].isdigit()) if self.artifacts_dir else []
-        for trial in [0, *stored]:  # a resumed job knows every stream's applied episodes before it replays any
-            self._stream(trial)
-        self.updates = sum(stream.updates for stream in self.streams.values())  # all streams, this job so far
+        self._reconciled: set[int] = set()  # streams whose history this process has reconciled (see _save)
+        self._stream(0)
 
     # --- streams -------------------------------------------------------------------------------
     def _stream(self, trial: int) -> "_Stream":
@@ -91,12 +93,9 @@ class AceOnline(AcePlaybook):
     def _open(self, trial: int) -> "_Stream":
         folder = None if self.artifacts_dir is None else (
             self.artifacts_dir if trial == 0 else self.artifacts_dir / f"{STREAM_DIR}{trial}")
-        if folder is not None and (folder / LATEST).is_file():  # resuming: the stream continues its own playbook
-            playbook, meta = load_playbook(folder / LATEST)
-            applied = set(meta.get("applied") or ())
-            updates = meta["updates"] if isinstance(meta.get("updates"), int) else len(applied)
-            return _Stream(trial, folder, playbook, self._fit(playbook), applied, updates)
         stream = _Stream(trial, folder, self.initial, self._fit(self.initial), set(), 0)
+        if folder is not None and (folder / LATEST).is_file():  # a resumed run: the harness restores the stream
+            return stream
         self._save(UpdateReport(task_id="", reward=0.0, success=False, bullets=len(self.initial),
                                 tokens=self.count_tokens(self.initial.render(self.settings.cite))), event="start",
                    stream=stream)
@@ -119,16 +118,34 @@ class AceOnline(AcePlaybook):
         """Stream 0's current playbook (the only one when trials = 1)."""
         return self._stream(0).playbook
 
-    @property
-    def applied(self) -> set[str]:
-        """Every stream's applied episode keys (each stream's read under its lock: streams learn side by side)."""
-        with self._streams_lock:
-            streams = list(self.streams.values())
-        applied: set[str] = set()
-        for stream in streams:
-            with stream.lock:
-                applied |= stream.applied
-        return applied
+    def stream_state(self, trial: int) -> dict[str, Any]:
+        """Stream `trial` as data. Read under the delivery lock, never the stream's: a re-run sent to a Ray worker
+        from inside an update asks for it."""
+        stream = self._stream(trial)
+        with self._lock:
+            return {"playbook": stream.playbook.to_rows(), "next_id": stream.playbook.next_id,
+                    "applied": sorted(stream.applied), "updates": stream.updates,
+                    "retry": {key: {"text": d.text, "guidelines": guideline_data(d.guidelines)}
+                              for key, d in stream.retry.items()}}
+
+    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
+        """Set stream `trial` to `state` (a resume, a Ray worker); its latest file says so. The same state again (a
+        Ray episode coming back) changes nothing."""
+        stream = self._stream(trial)
+        playbook = Playbook([Bullet(**row) for row in state["playbook"]], int(state["next_id"]))
+        with self._lock:
+            same = (stream.updates, sorted(stream.applied), stream.playbook) == \
+                (state["updates"], list(state["applied"]), playbook)
+        if same:
+            return
+        delivery = self._fit(playbook)
+        with self._lock:
+            stream.playbook, stream.delivery, stream.applied = playbook, delivery, set(state["applied"])
+            self.updates += int(state["updates"]) - stream.updates
+            stream.updates = int(state["updates"])
+            stream.retry = {key: Delivery(tuple(guidelines_of(d["guidelines"])), d["text"])
+                            for key, d in state["retry"].items()}
+        self._save(None, event="restore", stream=stream)
 
     def build(self, trajectories: Any) -> None:
         """Offline from stored episodes: the same update, once per trajectory, in the order given."""
@@ -168,9 +185,9 @@ class AceOnline(AcePlaybook):
             with self._lock:
                 stream.playbook, stream.delivery = playbook, delivery
                 self.updates += 1  # over every stream: streams learn side by side
-            stream.updates += 1
-            if trajectory.episode is not None:
-                stream.applied.add(trajectory.episode)
+                stream.updates += 1
+                if trajectory.episode is not None:
+                    stream.applied.add(trajectory.episode)
             self._save(report, event="update", episode=trajectory.episode, stream=stream)
             return {"update_lost": report.lost}
 
@@ -178,11 +195,6 @@ class AceOnline(AcePlaybook):
     def ground_truth(self) -> bool | None:
         """Labels reach this playbook when this learner is allowed them or its starting playbook had them."""
         return True if self.settings.allow_ground_truth else super().ground_truth
-
-    def applied_episodes(self) -> frozenset[str]:
-        """Runner hook (harness/runner/online_replay.py): episodes whose update is committed, to replay the
-        missing ones."""
-        return frozenset(self.applied)
 
     def stream_learned_from(self, stream: "_Stream") -> dict[str, Any] | None:
         """`_meta.learned_from` of one stream's playbook: the job's facts, the tasks this stream learned from,
@@ -193,8 +205,9 @@ class AceOnline(AcePlaybook):
         out = learned_from(**{**self.learned_from, "task_ids": tasks}, trial=stream.trial)
         return {**out, "started_from": self.meta.get("learned_from")} if self.meta.get("learned_from") else out
 
-    def _save(self, report: UpdateReport, event: str, episode: str | None = None,
+    def _save(self, report: UpdateReport | None, event: str, episode: str | None = None,
               stream: "_Stream | None" = None) -> None:
+        """The stream's latest file (`restore`: that alone), a snapshot of it and a line of history."""
         if self.artifacts_dir is None or stream is None or stream.dir is None:
             return
         dropped = ("kind", "next_id", "applied", "updates", "learned_from")  # a starting playbook's own, not ours
@@ -204,13 +217,31 @@ class AceOnline(AcePlaybook):
                 "ground_truth": self.ground_truth, "saved_at": now_utc()}
         if (source := self.stream_learned_from(stream)) is not None:
             meta["learned_from"] = source
+        if report is None:  # a restored stream: its latest file is the committed one again
+            stream.playbook.save(stream.dir / LATEST, meta)
+            return
         snapshot = Path(SNAPSHOTS) / f"playbook_{stream.updates:04d}.jsonl"
         stream.playbook.save(stream.dir / snapshot, meta)
-        stream.playbook.save(stream.dir / LATEST, meta)  # the commit point: playbook and applied keys together
+        stream.playbook.save(stream.dir / LATEST, meta)
         with self._history_lock:
+            if event == "update":
+                self._reconcile_history(stream)
             self._write_history({"update": stream.updates, "stream": stream.trial, "at": now_utc(), "event": event,
                                  "episode": episode, **asdict(report),
                                  "snapshot": str(stream.dir.relative_to(self.artifacts_dir) / snapshot)})
+
+    def _reconcile_history(self, stream: "_Stream") -> None:
+        """Before this process's first update of a stream, drop the history lines of that stream's updates from
+        this one on: a resumed run rolled them back (their rows were never written) and now applies them again,
+        so each applied update has one line. Called under the history lock."""
+        path = None if self.artifacts_dir is None else self.artifacts_dir / HISTORY
+        if stream.trial in self._reconciled or path is None or not path.is_file():
+            return
+        self._reconciled.add(stream.trial)
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        kept = [line for line in lines if not _rolled_back(line, stream.trial, stream.updates)]
+        if len(kept) != len(lines):
+            write_text_atomic(path, "".join(kept))
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "AceOnline":
@@ -265,38 +296,10 @@ class _TrialView(StrategyBase):
         stream = self.owner._stream(self.trial)
         return _stream_facts(self.owner, trajectory, stream.playbook, stream.updates)
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled (an episode sent to a Ray worker), a view travels as a snapshot of its stream now."""
-        owner, stream = self.owner, self.owner._stream(self.trial)
-        with owner._lock:
-            state = {"trial": self.trial, "playbook": stream.playbook, "updates": stream.updates,
-                     "retry": dict(stream.retry), "ground_truth": owner.ground_truth}
-        return (_StreamSnapshot, (state, owner.settings, owner.token_model, owner.meta, owner.options))
 
-
-class _StreamSnapshot(AcePlaybook):
-    """A trial stream as it stood when an episode left for a Ray worker: it delivers and reports exactly what the
-    live `_TrialView` would (the driver sends a new one with every episode and re-run) and learns nothing."""
-
-    name, declaration = AceOnline.name, AceOnline.declaration
-    learns_online = True
-
-    def __init__(self, state: dict[str, Any], settings: AceSettings, token_model: str | None, meta: dict[str, Any],
-                 options: dict[str, Any]):
-        super().__init__(state["playbook"], settings=settings, count_tokens=token_counter(token_model), meta=meta,
-                         options=options)
-        self.name, self.trial, self.updates = AceOnline.name, state["trial"], state["updates"]
-        self._stream_retry, self._ground_truth = state["retry"], state["ground_truth"]
-
-    def deliver(self, task: TaskView, step: StepView) -> Delivery:
-        return self._stream_retry.get(_episode_key(task.task_id, self.trial), self._delivery)
-
-    @property
-    def ground_truth(self) -> bool | None:
-        return self._ground_truth
-
-    def record_facts(self, trajectory: Trajectory | None) -> dict[str, Any]:
-        return _stream_facts(self, trajectory, self.playbook, self.updates)
+def _rolled_back(line: str, trial: int, first: int) -> bool:
+    row = json.loads(line) if line.strip() else {}
+    return row.get("event") == "update" and row.get("stream") == trial and int(row.get("update", 0)) >= first
 
 
 def _stream_facts(ace: AcePlaybook, trajectory: Trajectory | None, playbook: Playbook, updates: int) -> dict[str, Any]:
