@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
 from strategies.awm import FRAME, INSTRUCTION, induction_prompt, parse_workflows, render_workflows
-from strategies.base import (Delivery, Gold, Guideline, Rerun, StepView, StrategyBase, TaskView, Trajectory,
-                             learner_start)
+from strategies.base import (Delivery, Gold, Guideline, Rerun, StepView, StrategyBase, StreamState, TaskView,
+                             Trajectory, learner_start)
 from strategies.stream_data import guideline_data, guidelines_of, other_stream
 from strategies.budget import fit_budget, token_counter
 from strategies.declaration import Declaration, always
@@ -52,7 +52,6 @@ class AwmOnline(StrategyBase):
     # awm's frame; starts from no workflows and learns online: memory= is not read
     declaration = Declaration(options=AwmOnlineOptions, frame=FRAME, uses_memory=False, online=always,
                               trial_streams=True, plan=induced_online)
-    learns_online: bool = True
     llm: Optional[RoleLLM] = None
     count_tokens: Optional[Callable[[str], int]] = field(default=None, repr=False)
     stream_trial: int = 0  # the trial whose stream this is (0: the job's strategy, which holds the others)
@@ -103,12 +102,16 @@ class AwmOnline(StrategyBase):
     def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
         return learner_start(False)  # every stream from no workflows: it reads no artifact
 
-    def stream_state(self, trial: int) -> dict[str, Any]:
+    @property
+    def state(self) -> "StreamState":
+        return self  # its streams as data: snapshot / restore
+
+    def snapshot(self, trial: int) -> dict[str, Any]:
         stream = self.for_trial(trial)
         with stream._lock:
             return {"solved": [list(pair) for pair in stream._solved], "workflows": guideline_data(stream.workflows)}
 
-    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
+    def restore(self, trial: int, state: Mapping[str, Any]) -> None:
         stream = self.for_trial(trial)
         with stream._lock:
             stream._solved = [(str(task_id), str(line)) for task_id, line in state["solved"]]

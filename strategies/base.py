@@ -145,35 +145,42 @@ Rerun = Callable[[], Optional[Trajectory]]  # the same task x trial run again (N
 Gold = Callable[[], Optional[str]]  # the task's gold solution (given only when ground truth is allowed, on train)
 
 
+class StreamState(Protocol):
+    """An online learner's streams as JSON-able data (strategies/stream_data.py helps): committed with the run
+    after each update and restored on resume (harness/runner/stream_state.py), sent with each episode to a Ray
+    worker and back (harness/runner/ray_executor.py)."""
+
+    def snapshot(self, trial: int) -> dict[str, Any]:
+        """Stream `trial` as data."""
+
+    def restore(self, trial: int, state: Mapping[str, Any]) -> None:
+        """Set stream `trial` to a state `snapshot` returned."""
+
+
 @runtime_checkable
 class Strategy(Protocol):
-    """Build memory from train trajectories, deliver it per task and step, optionally learn online.
+    """Build memory's delivery per task and step, optionally learn online. Eight members, each with a default in
+    `StrategyBase`, so the harness calls each one plainly and never probes for it (as benchmarks:
+    harness/benchmarks/protocol.py). What the harness asks before building one is its class's `declaration`
+    (strategies/declaration.py); `create(ctx)` builds it for one job."""
 
-    Every capability is declared here and has a no-op default in `StrategyBase`, so the harness calls each one
-    plainly and never probes for it (as benchmarks: harness/benchmarks/protocol.py). What the harness asks of
-    a strategy's class before building it is its `declaration` (strategies/declaration.py)."""
+    declaration: ClassVar[Declaration]
 
-    # read-only to the harness: a plain attribute, a class attribute or a property all satisfy them
+    @classmethod
+    def create(cls, ctx: Any) -> "Strategy":
+        """The strategy for one job (ctx: strategies.registry.StrategyContext)."""
+
+    # read-only to the harness: a plain attribute, a class attribute or a property all satisfy it
     @property
     def name(self) -> str: ...
-
-    @property
-    def learns_online(self) -> bool:
-        """True: the runner calls learn() after every finished episode, one at a time per stream."""
-
-    @property
-    def trial_streams(self) -> bool:
-        """True (with learns_online): every trial is an independent learning stream (`for_trial`), each starting
-        from the same memory, so the runner runs the streams side by side, each stream's episodes in order."""
-
-    def build(self, trajectories: Sequence[Trajectory]) -> None: ...
 
     def deliver(self, task: TaskView, step: StepView) -> Delivery: ...
 
     def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
               samples: Optional[int] = None) -> Mapping[str, Any]:
-        """An online learner's update after one episode (default: nothing), or the replay of one lost to a crash
-        (without rerun or gold); `rerun`, `gold`: ACE's reflect-and-retry. Returns facts for the episode's row."""
+        """An online learner's update after one episode (called only when its declaration says it learns online,
+        one at a time per stream), or the replay of one lost to a crash (without rerun or gold); `rerun`,
+        `gold`: ACE's reflect-and-retry. Returns facts for the episode's row."""
 
     def for_trial(self, trial: int) -> "Strategy":
         """The strategy trial `trial` sees: an online learner keeps one stream per trial (default: itself)."""
@@ -181,11 +188,9 @@ class Strategy(Protocol):
     def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
         """The strategy's own columns for an episode's row (ACE: `cited_steps`, `memory_ground_truth`)."""
 
-    def stream_state(self, trial: int) -> Optional[dict[str, Any]]:
-        """Stream `trial` as JSON-able data, committed after each update (runner/stream_state.py); None: none."""
-
-    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
-        """Set stream `trial` to a state `stream_state` returned (a resume, a Ray worker, the driver after one)."""
+    @property
+    def state(self) -> Optional[StreamState]:
+        """Its streams as data (None: it keeps none; the harness then keeps no stream of it)."""
 
 
 @dataclass(eq=False)  # a strategy is itself, never equal to another with the same options (and hashable)
@@ -197,12 +202,7 @@ class StrategyBase:
 
     name: str = "base"
     options: dict[str, Any] = field(default_factory=dict)
-    learns_online: bool = False
     declaration: ClassVar[Declaration] = Declaration()
-
-    @property
-    def trial_streams(self) -> bool:
-        return self.declaration.trial_streams
 
     def typed_options(self) -> Any:
         """Its options as its declaration types them (strategies/options.py), checked."""
@@ -211,9 +211,6 @@ class StrategyBase:
     @classmethod
     def create(cls, ctx: Any) -> "StrategyBase":  # ctx: strategies.registry.StrategyContext
         return cls(options=dict(ctx.options))
-
-    def build(self, trajectories: Sequence[Trajectory]) -> None:
-        return None
 
     def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
               samples: Optional[int] = None) -> Mapping[str, Any]:
@@ -225,10 +222,8 @@ class StrategyBase:
     def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
         return {}
 
-    def stream_state(self, trial: int) -> Optional[dict[str, Any]]:
-        return None
-
-    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
+    @property
+    def state(self) -> Optional[StreamState]:
         return None
 
 

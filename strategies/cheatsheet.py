@@ -8,7 +8,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
-from strategies.base import Delivery, Guideline, StepView, StrategyBase, TaskView, Trajectory, learner_start
+from strategies.base import (Delivery, Guideline, StepView, StrategyBase, StreamState, TaskView, Trajectory,
+                             learner_start)
 from strategies.declaration import Declaration, always
 from strategies.frame import Frame
 from strategies.options import frame_field, option
@@ -56,7 +57,6 @@ class Cheatsheet(StrategyBase):
     # starts from "(empty)" and learns online: memory= is not read
     declaration = Declaration(options=CheatsheetOptions, uses_memory=False, online=always, trial_streams=True,
                               frame=FRAME, plan=empty_cheatsheet)
-    learns_online: bool = True
     llm: Optional[RoleLLM] = None
     cheatsheet: str = EMPTY_CHEATSHEET
     stream_trial: int = 0  # the trial whose stream this is (0: the job's strategy, which holds the others)
@@ -84,12 +84,16 @@ class Cheatsheet(StrategyBase):
     def new_stream(self) -> "Cheatsheet":
         return type(self)(options=dict(self.options), llm=self.llm)
 
-    def stream_state(self, trial: int) -> dict[str, Any]:
+    @property
+    def state(self) -> "StreamState":
+        return self  # its streams as data: snapshot / restore
+
+    def snapshot(self, trial: int) -> dict[str, Any]:
         stream = self.for_trial(trial)
         with stream._lock:
             return stream.state_data()
 
-    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
+    def restore(self, trial: int, state: Mapping[str, Any]) -> None:
         stream = self.for_trial(trial)
         with stream._lock:
             stream.set_state_data(state)

@@ -9,16 +9,16 @@ is given `StrategyBase`'s defaults for the members it lacks, so the harness call
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, make_dataclass
-from typing import Any, Mapping, Optional, Sequence, cast
+from dataclasses import dataclass, field, fields, make_dataclass, replace
+from typing import Any, ClassVar, Mapping, Optional, cast
 
-from strategies.base import Delivery, Gold, Rerun, StepView, Strategy, StrategyBase, TaskView, Trajectory
+from strategies.base import Delivery, Gold, Rerun, StepView, Strategy, StrategyBase, StreamState, TaskView, Trajectory
 from strategies.declaration import Declaration, any_memory
 from strategies.frame import Frame
 
 
 LEGACY = ("known_options", "validate_options", "uses_memory", "uses_ground_truth", "learns_online_with",
-          "check_memory", "plan_estimate", "frame", "memory_of", "delivered_frame", "trial_streams")
+          "learns_online", "check_memory", "plan_estimate", "frame", "memory_of", "delivered_frame", "trial_streams")
 _UNSET: Any = object()  # an option the config did not give
 
 
@@ -41,6 +41,10 @@ class LegacyFactory:
     def __init__(self, obj: Any):
         self.obj = obj
         self._create = getattr(obj, "create", None) or obj
+        declared = _declared(obj)
+        if declared is not None:  # a declared class fitted only for its `update`: its declaration, old `learns_online`
+            self.declaration = replace(declared, online=self._online) if _says_online(obj) else declared
+            return
         self.declaration = Declaration(
             options=_options_type(obj), gather="given" if _takes_any(obj) else "",
             uses_memory=bool(getattr(obj, "uses_memory", True)), online=self._online,
@@ -65,6 +69,18 @@ class LegacyFactory:
 
     def create(self, ctx: Any) -> Strategy:
         return fitted(self._create(ctx))
+
+
+def _declared(obj: Any) -> Optional[Declaration]:
+    """The declaration a StrategyBase class has from a class of today it extends (None: none but the default)."""
+    if not (isinstance(obj, type) and issubclass(obj, StrategyBase)):
+        return None
+    own = any("declaration" in vars(k) for k in obj.__mro__ if k not in (StrategyBase, object))
+    return obj.declaration if own else None
+
+
+def _says_online(obj: Any) -> bool:
+    return isinstance(getattr(obj, "learns_online", None), bool)
 
 
 def _takes_any(obj: Any) -> bool:
@@ -106,11 +122,11 @@ def fitted(built: Any) -> Strategy:
     TypeError when it has not even build/deliver and a way to learn (learn, or the old update)."""
     if isinstance(built, (StrategyBase, Strategy)) and not learns_by_update(built):
         return cast(Strategy, built)  # a StrategyBase subclass writes deliver()
-    if not all(callable(getattr(built, m, None)) for m in ("build", "deliver")) or \
+    if not callable(getattr(built, "deliver", None)) or \
             not any(callable(getattr(built, m, None)) for m in ("learn", "update")):
-        raise TypeError(f"{type(built).__name__} does not implement the Strategy protocol (build/deliver/learn); "
+        raise TypeError(f"{type(built).__name__} does not implement the Strategy protocol (deliver/learn); "
                         "inherit strategies.StrategyBase and write deliver()")
-    return LegacyStrategy(built)
+    return cast(Strategy, LegacyStrategy(built))
 
 
 @dataclass(eq=False)
@@ -118,21 +134,15 @@ class LegacyStrategy:
     """An old-protocol strategy with the members it lacks defaulted as StrategyBase does."""
 
     inner: Any
+    declaration: ClassVar[Declaration] = Declaration()  # the registry reads its factory's (LegacyFactory)
+
+    @classmethod
+    def create(cls, ctx: Any) -> Strategy:
+        raise TypeError("an old-protocol strategy is built by its registered factory (strategies.create)")
 
     @property
     def name(self) -> str:
         return str(getattr(self.inner, "name", type(self.inner).__name__))
-
-    @property
-    def learns_online(self) -> bool:
-        return bool(getattr(self.inner, "learns_online", False))
-
-    @property
-    def trial_streams(self) -> bool:
-        return bool(getattr(self.inner, "trial_streams", False))
-
-    def build(self, trajectories: Sequence[Trajectory]) -> None:
-        self.inner.build(trajectories)
 
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
         return self.inner.deliver(task, step)
@@ -147,14 +157,12 @@ class LegacyStrategy:
     def for_trial(self, trial: int) -> Strategy:
         own = getattr(self.inner, "for_trial", None)
         view = own(trial) if own is not None else self.inner
-        return self if view is self.inner else fitted(view)
+        return cast(Strategy, self) if view is self.inner else fitted(view)
 
     def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
         own = getattr(self.inner, "record_facts", None)
         return dict(own(trajectory)) if own is not None else {}
 
-    def stream_state(self, trial: int) -> Optional[dict[str, Any]]:
+    @property
+    def state(self) -> Optional[StreamState]:
         return None  # an old-protocol learner keeps no state as data
-
-    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
-        return None

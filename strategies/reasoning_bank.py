@@ -25,8 +25,8 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from strategies.base import (Delivery, Embedder, Gold, Guideline, Rerun, StepView, StrategyBase, TaskView,
-                             Trajectory, learner_start, seen_task_text)
+from strategies.base import (Delivery, Embedder, Gold, Guideline, Rerun, StepView, StrategyBase, StreamState,
+                             TaskView, Trajectory, learner_start, seen_task_text)
 from strategies.budget import fit_budget, token_counter
 from strategies.declaration import Declaration
 from strategies.frame import Frame
@@ -184,15 +184,17 @@ class ReasoningBank(StrategyBase):
             self._add(items)
         return {"rb_judged_success": success, "rb_items_added": len(items)}
 
-    def stream_state(self, trial: int) -> Optional[dict[str, Any]]:
+    @property
+    def state(self) -> Optional[StreamState]:
+        return self if self.learns_online else None  # its streams as data, when it learns online
+
+    def snapshot(self, trial: int) -> dict[str, Any]:
         """The items a stream has learned (its starting bank is the job's artifact)."""
-        if not self.learns_online:
-            return None
         stream = self.for_trial(trial)
         with stream._lock:
             return {"items": guideline_data(stream._bank[len(stream.items):])}
 
-    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
+    def restore(self, trial: int, state: Mapping[str, Any]) -> None:
         stream, learned = self.for_trial(trial), guidelines_of(state["items"])
         with stream._lock:
             if stream._bank[len(stream.items):] == learned:

@@ -185,7 +185,6 @@ def create(name: str, ctx: StrategyContext) -> Strategy:
     factory = strategy_class(name)
     built = factory.create(replace(ctx, options=own_options(name, ctx.options)))
     if not isinstance(built, Strategy):
-        raise TypeError(f"strategy {name!r} does not implement the Strategy protocol (harness calls build, "
-                        "deliver, learn, for_trial, record_facts, applied_episodes): inherit "
-                        "strategies.StrategyBase")
+        raise TypeError(f"strategy {name!r} does not implement the Strategy protocol (declaration, create, name, "
+                        "deliver, learn, for_trial, record_facts, state): inherit strategies.StrategyBase")
     return built

@@ -34,7 +34,7 @@ def test_ace_delivers_the_whole_rendered_playbook_every_step():
     playbook, _ = load_playbook(SAMPLE)
     first, later = strategy.deliver(TASK, STEP), strategy.deliver(TASK, StepView(index=9))
     assert first is later and first.text == playbook.render()
-    assert first.ids == [b.id for b in playbook.bullets] and not strategy.learns_online
+    assert first.ids == [b.id for b in playbook.bullets] and strategy.state is None
 
 
 def test_ace_takes_a_guideline_file_or_a_playbook_option_and_checks_options():
@@ -70,7 +70,7 @@ def online(tmp_path, playbook: Playbook | None = None) -> AceOnline:
 def test_online_updates_save_history_and_snapshots(tmp_path):
     roles = install_scripted_roles()
     strategy = online(tmp_path)
-    assert strategy.learns_online and strategy.deliver(TASK, STEP).empty
+    assert strategy.state is strategy and strategy.deliver(TASK, STEP).empty
     roles.queue("curator", {"operations": [
         {"type": "ADD", "section": "others", "content": "Greet, then authenticate."}]})
     strategy.learn(episode("1"))
@@ -121,7 +121,7 @@ def test_online_resumes_from_its_committed_stream(tmp_path):
                                                                            "dedup_threshold": None})
     resumed = create("ace_online", ctx)
     assert resumed.updates == 0 and resumed.deliver(TASK, STEP).ids == []  # the run's committed state decides
-    resumed.restore_stream(0, first.stream_state(0))  # as the harness restores it (harness/runner/stream_state.py)
+    resumed.state.restore(0, first.state.snapshot(0))  # as the harness restores it (harness/runner/stream_state.py)
     assert resumed.updates == 1 and resumed.deliver(TASK, STEP).ids == ["misc-00001"]
     resumed.learn(episode("2"))
     assert json.loads((tmp_path / "history.jsonl").read_text().splitlines()[-1])["update"] == 2

@@ -53,7 +53,7 @@ def test_the_curator_rewrites_the_cheatsheet_after_each_episode_and_streams_are_
     curator = Curator(["<cheatsheet>\n- [dc-1] check first (count: 1)\n</cheatsheet>", "sorry, no tags"])
     dc = DynamicCheatsheet(llm=RoleLLM("scripted/x", completion=curator))
     view = (TaskView("b", "q", "anything"), StepView(0))
-    assert dc.learns_online and dc.deliver(*view).text == "<cheatsheet>\n(empty)\n</cheatsheet>"
+    assert strategies.learns_online("dynamic_cheatsheet", {}) and dc.deliver(*view).text == "<cheatsheet>\n(empty)\n</cheatsheet>"
     assert dc.learn(_episode("1")) == {"dc_cheatsheet_kept": False}
     system, user, kwargs = curator.seen[0]
     assert system == CURATOR_SYSTEM and "## Previous cheatsheet\n(empty)" in user and "task 1" in user
@@ -83,7 +83,7 @@ def test_retrieval_synthesis_defaults_are_the_references():
     assert (opts.top_k, opts.temperature, opts.max_tokens, CheatsheetOptions().variant) == (3, 0.0, 4096, "cumulative")
     made = DynamicCheatsheet.create(StrategyContext(options={"variant": "retrieval_synthesis", "embed_cache": None},
                                                     model="scripted/x"))
-    assert type(made).__name__ == "RetrievalSynthesisCheatsheet" and made.learns_online
+    assert type(made).__name__ == "RetrievalSynthesisCheatsheet" and made.state is made
     with pytest.raises(ValueError, match="variant='retrieval'; valid: cumulative, retrieval_synthesis"):
         strategies.validate_options("dynamic_cheatsheet", {"variant": "retrieval"})
 

@@ -78,7 +78,7 @@ def _episode(task_id: str, text: str) -> Trajectory:  # as an online learner see
 def test_online_it_judges_itself_extracts_appends_and_reports_its_calls():
     model = Scripted("failure")
     bank = ReasoningBank(embedder=FakeBagOfWordsEmbedder(), llm=RoleLLM("scripted/x", completion=model))
-    assert bank.learns_online and bank.deliver(TaskView("b", "q", "refund shoes"), StepView(0)).empty
+    assert bank.state is bank and bank.deliver(TaskView("b", "q", "refund shoes"), StepView(0)).empty
     calls = []
     with calls_to(calls.append):
         facts = bank.learn(_episode("7", "refund the blue shoes"))

@@ -111,8 +111,8 @@ def test_a_strategy_written_against_the_old_protocol_keeps_working():
         with pytest.raises(ValueError, match=r"'old_plain': unknown option\(s\) \['n'\]; it takes no options"):
             strategies.validate_options("old_plain", {"n": 2})
         built = strategies.create("old_online", StrategyContext())
-        assert isinstance(built, strategies.Strategy) and built.learns_online and built.name == "old_online"
-        assert built.for_trial(1) is built and built.stream_state(0) is None
+        assert isinstance(built, strategies.Strategy) and strategies.learns_online("old_online", {})
+        assert built.name == "old_online" and built.for_trial(1) is built and built.state is None
         assert built.learn("t") == {} and OldOnline.seen == ["t"]  # no learn(): its update() is the update
         assert built.record_facts(None) == {"old_fact": 1}
         assert not strategies.uses_ground_truth("old_online", {}) and strategies.uses_memory("old_online")
@@ -148,7 +148,8 @@ def test_a_strategybase_plugin_that_learns_in_update_is_called_through_learn():
     try:
         assert strategies.known_options("old_updater") == ("k",)
         built = strategies.create("old_updater", StrategyContext(options={"k": 1}))
-        assert isinstance(built, strategies.Strategy) and built.learns_online and built.name == "old_updater"
+        assert isinstance(built, strategies.Strategy) and strategies.learns_online("old_updater", {})
+        assert built.name == "old_updater"
         assert built.learn("t1") == {} and built.learn("t2", None, None, 3) == {}
         assert built.inner.seen == ("t1", "t2") and built.for_trial(0) is built
         current = strategies.create("none", StrategyContext())  # a strategy of today is not wrapped

@@ -14,7 +14,7 @@ from strategies.ace.llm import JSON_MODES, JsonLLM
 from strategies.ace.playbook import Bullet, Playbook
 from strategies.ace.pruning import EmbeddingCache
 from strategies.ace.strategy import FRAME, HISTORY, LATEST, SNAPSHOTS, AcePlaybook, now_utc
-from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory, trial_of
+from strategies.base import Delivery, StepView, StrategyBase, StreamState, TaskView, Trajectory, trial_of
 from strategies.budget import token_counter
 from strategies.declaration import Declaration, always
 from strategies.memory_file import learned_from, read_playbook_or_guidelines
@@ -52,13 +52,14 @@ class AceOnline(AcePlaybook):
 
     Each trial is its own learning stream (so Pass^k trials stay independent): every stream starts from the
     same initial playbook and learns from its own episodes only, in the runner's fixed task order, so the runner
-    runs the streams side by side (`trial_streams`; each stream's updates one at a time, under its lock). Stream 0
-    lives in `<artifacts_dir>/`, stream t > 0 in `<artifacts_dir>/trial_<t>/`: every update writes a full
-    snapshot `snapshots/playbook_NNNN.jsonl` there, and `playbook.jsonl` is always that stream's latest (with
-    `_meta.learned_from`). All streams append to one `<artifacts_dir>/history.jsonl` (field `stream`). A stream
-    is also data (`stream_state`: its playbook, applied episodes, updates and re-run deliveries), which the harness
-    commits with the run after each update and restores on resume (harness/runner/stream_state.py), and which
-    travels with an episode to a Ray worker and back, as every online learner's stream does.
+    runs the streams side by side (its declaration's `trial_streams`; each stream's updates one at a time, under
+    its lock). Stream 0 lives in `<artifacts_dir>/`, stream t > 0 in `<artifacts_dir>/trial_<t>/`: every
+    update writes a full snapshot `snapshots/playbook_NNNN.jsonl` there, and `playbook.jsonl` is always that
+    stream's latest (with `_meta.learned_from`). All streams append to one `<artifacts_dir>/history.jsonl`
+    (field `stream`). A stream is also data (`state`: its playbook, applied episodes, updates and re-run
+    deliveries), which the harness commits with the run after each update and restores on resume
+    (harness/runner/stream_state.py), and which travels with an episode to a Ray worker and back, as every
+    online learner's stream does.
     """
 
     name = "ace_online"
@@ -66,8 +67,6 @@ class AceOnline(AcePlaybook):
     declaration = Declaration(options=AceOnlineOptions, online=always, trial_streams=True,
                               ground_truth=learns_from_labels, frame=FRAME,
                               plan=lambda memory, count, opts: full_block(memory, count))
-    learns_online = True
-    trial_streams = True
 
     def __init__(self, playbook: Playbook, *, adapter: Adapter, learned_from: dict[str, Any] | None = None,
                  token_model: str | None = None, **kwargs: Any):
@@ -118,7 +117,11 @@ class AceOnline(AcePlaybook):
         """Stream 0's current playbook (the only one when trials = 1)."""
         return self._stream(0).playbook
 
-    def stream_state(self, trial: int) -> dict[str, Any]:
+    @property
+    def state(self) -> "StreamState":
+        return self  # its streams as data: snapshot / restore
+
+    def snapshot(self, trial: int) -> dict[str, Any]:
         """Stream `trial` as data. Read under the delivery lock, never the stream's: a re-run sent to a Ray worker
         from inside an update asks for it."""
         stream = self._stream(trial)
@@ -128,7 +131,7 @@ class AceOnline(AcePlaybook):
                     "retry": {key: {"text": d.text, "guidelines": guideline_data(d.guidelines)}
                               for key, d in stream.retry.items()}}
 
-    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
+    def restore(self, trial: int, state: Mapping[str, Any]) -> None:
         """Set stream `trial` to `state` (a resume, a Ray worker); its latest file says so. The same state again (a
         Ray episode coming back) changes nothing."""
         stream = self._stream(trial)
@@ -283,8 +286,6 @@ class _Stream:
 
 class _TrialView(StrategyBase):
     """What the episodes of one trial see: deliver() and record facts from that trial's stream."""
-
-    learns_online = True
 
     def __init__(self, owner: AceOnline, trial: int):
         self.owner, self.trial, self.name = owner, trial, owner.name

@@ -62,7 +62,6 @@ class AceRetrieval(StrategyBase):
     """Deliver the top_k bullets of a frozen playbook for each task, in ACE's format."""
 
     name = NAME
-    learns_online = False
     declaration = Declaration(options=RetrievalOptions)
 
     def __init__(self, playbook: Playbook, options: dict[str, Any] | None = None, *, embedder: Embedder | None = None,
@@ -88,9 +87,6 @@ class AceRetrieval(StrategyBase):
         self._cache: dict[tuple[str, str], Delivery] = {}
 
     # --- the Strategy protocol -----------------------------------------------------------------
-    def build(self, trajectories: Any) -> None:
-        return None
-
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
         query = seen_task_text(task, step)
         if not query:

@@ -79,7 +79,6 @@ class AcePlaybook(StrategyBase):
 
     name = "ace"
     declaration = Declaration(options=AceOptions, frame=FRAME, plan=starting_playbook)
-    learns_online = False
 
     def __init__(self, playbook: Playbook, *, settings: AceSettings | None = None,
                  count_tokens: Callable[[str], int] | None = None, artifacts_dir: Path | None = None,
@@ -102,9 +101,6 @@ class AcePlaybook(StrategyBase):
                                  "tokens": tokens, "dropped": dropped})
 
     # --- the Strategy protocol -----------------------------------------------------------------
-    def build(self, trajectories: Any) -> None:
-        return None
-
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
         with self._lock:
             retry = self._retry.get(task.task_id)
