@@ -25,7 +25,7 @@ from strategies.base import (
 from strategies.memory_file import MemoryFileError, load_memory, save_memory
 from strategies.registry import (StrategyContext, UnknownStrategy, available, check_memory, create, declaration,
                                  delivered_frame, known_options, learns_online, register, strategy_class,
-                                 trial_streams, uses_ground_truth, uses_memory, validate_options)
+                                 trial_streams, typed_options, uses_ground_truth, uses_memory, validate_options)
 
 __all__ = [
     "Declaration", "option", "EMPTY", "Delivery", "Embedder", "Guideline", "MemoryTool", "MemoryToolError",
@@ -33,5 +33,6 @@ __all__ = [
     "Trajectory", "render_guidelines", "report_call", "MemoryFileError", "load_memory", "save_memory",
     "StrategyContext", "UnknownStrategy", "available", "check_memory", "create", "declaration", "delivered_frame",
     "known_options", "learns_online",
-    "register", "strategy_class", "trial_streams", "uses_ground_truth", "uses_memory", "validate_options",
+    "register", "strategy_class", "trial_streams", "typed_options", "uses_ground_truth", "uses_memory",
+    "validate_options",
 ]

@@ -11,7 +11,9 @@ from typing import Any, Callable, Mapping, Optional
 
 from strategies import options as typed
 from strategies.frame import Frame, chosen
-from strategies.plan_block import Count, PlanEstimate
+
+Count = Callable[[str], int]  # the run model's token counter
+Estimate = Any  # strategies.plan_block.PlanEstimate, or None (plan_block renders with the protocol's types)
 
 
 def never(opts: Any) -> bool:
@@ -26,7 +28,7 @@ def own_memory(opts: Any) -> Optional[str]:
     return None
 
 
-def no_estimate(memory: Optional[str], count: Count, opts: Any) -> Optional[PlanEstimate]:
+def no_estimate(memory: Optional[str], count: Count, opts: Any) -> Estimate:
     return None  # the plan counts every guideline of the artifact, an upper bound (plan_block.full_block)
 
 
@@ -54,7 +56,7 @@ class Declaration:
     frame: Optional[Frame] = None
     framed: Optional[Callable[[Any], Optional[Frame]]] = None
     memory_of: Callable[[Any], Optional[str]] = own_memory
-    plan: Callable[[Optional[str], Count, Any], Optional[PlanEstimate]] = no_estimate
+    plan: Callable[[Optional[str], Count, Any], Estimate] = no_estimate
     check_memory: Callable[[Optional[str]], None] = any_memory
 
     def parse(self, strategy: str, given: Mapping[str, Any]) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import types
 import typing
-from dataclasses import MISSING, Field, dataclass, field, fields
+from dataclasses import Field, dataclass, field, fields
 from typing import Any, Mapping, Optional, Sequence
 
 from strategies.frame import FRAMES
@@ -67,11 +67,6 @@ def parse(strategy: str, options_type: type, given: Mapping[str, Any], gather: s
     except ValueError as exc:  # a rule across fields (`__post_init__`)
         said = str(exc)
         raise ValueError(said if said.startswith("strategy ") else f"strategy {strategy!r}: {said}") from None
-
-
-def defaults(options_type: type) -> dict[str, Any]:
-    """Each option's default (what `make plan` and the docs list)."""
-    return {f.name: f.default if f.default_factory is MISSING else f.default_factory() for f in fields(options_type)}
 
 
 def _check(strategy: str, f: Field[Any], hint: Any, value: Any) -> None:

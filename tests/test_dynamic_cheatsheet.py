@@ -79,7 +79,7 @@ def _done(task_id: str, text: str, tool: str) -> Trajectory:  # what the agent d
 
 def test_retrieval_synthesis_defaults_are_the_references():
     # run_benchmark.py: retrieve_top_k=3; the curator's call as the cumulative one's; the variant is an option
-    opts = strategies.registry.typed_options("dynamic_cheatsheet", {"variant": "retrieval_synthesis"})
+    opts = strategies.typed_options("dynamic_cheatsheet", {"variant": "retrieval_synthesis"})
     assert (opts.top_k, opts.temperature, opts.max_tokens, CheatsheetOptions().variant) == (3, 0.0, 4096, "cumulative")
     made = DynamicCheatsheet.create(StrategyContext(options={"variant": "retrieval_synthesis", "embed_cache": None},
                                                     model="scripted/x"))

@@ -10,7 +10,7 @@ from strategies import Guideline, StepView, TaskView
 from strategies.ace.playbook import Bullet, Playbook
 from strategies.ace.strategy import AcePlaybook
 from strategies.budget import fit_budget
-from strategies.registry import typed_options
+from strategies import typed_options
 from strategies.core_retrieval import CoreRetrieval
 from strategies.full import FullMemory
 

@@ -158,8 +158,7 @@ def test_the_plan_prices_each_design_from_its_own_declaration(monkeypatch):
     from analysis.planning.plan_estimate import memory_block_tokens
     from dataclasses import make_dataclass
 
-    from strategies import StrategyBase, registry
-    from strategies.declaration import Declaration
+    from strategies import Declaration, StrategyBase, registry
     from strategies.plan_block import PlanEstimate
 
     class Declares(StrategyBase):

@@ -60,7 +60,7 @@ def plugin():
 
 def test_a_plugin_declares_typed_options_a_plan_and_online_streams(plugin):
     assert strategies.known_options("counting_plugin") == ("step", "label")
-    assert strategies.registry.typed_options("counting_plugin", {"step": 3}) == CountingOptions(step=3)
+    assert strategies.typed_options("counting_plugin", {"step": 3}) == CountingOptions(step=3)
     for bad, said in [({"step": 0}, "option step must be >= 1, got 0"), ({"step": "2"}, "must be an integer"),
                       ({"label": "odd"}, "label='odd'; valid: plain, fancy"), ({"stpe": 2}, "did you mean 'step'")]:
         with pytest.raises(ValueError, match=said):

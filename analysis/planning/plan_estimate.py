@@ -52,7 +52,7 @@ def memory_block_tokens(strategy: str, memory: Optional[str], model: str, option
     declaration (its `plan`, strategies/plan_block.py), counted from the artifact with its own rendering."""
     from strategies.budget import token_counter
     from strategies.plan_block import full_block
-    from strategies.registry import declaration, typed_options
+    from strategies import declaration, typed_options
 
     count = token_counter(model)
     plan = declaration(strategy).plan
