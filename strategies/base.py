@@ -159,7 +159,7 @@ class StreamState(Protocol):
 
 @runtime_checkable
 class Strategy(Protocol):
-    """Build memory's delivery per task and step, optionally learn online. Eight members, each with a default in
+    """Deliver memory per task and step, optionally learn online. Eight members, each with a default in
     `StrategyBase`, so the harness calls each one plainly and never probes for it (as benchmarks:
     harness/benchmarks/protocol.py). What the harness asks before building one is its class's `declaration`
     (strategies/declaration.py); `create(ctx)` builds it for one job."""
