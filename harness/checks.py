@@ -37,7 +37,7 @@ def prepare(s: JobSettings, sweep: Optional[Sequence[str]] = None) -> Job:
         raise ConfigError(str(exc)) from None
     if s.strategy.name not in strategies.available():
         raise ConfigError(f"unknown strategy {s.strategy.name!r}; available: {', '.join(strategies.available())}")
-    try:  # a strategy checks its own options (names, types, ranges) through its validate_options hook
+    try:  # each job's options against its strategy's declared options (names, types, bounds)
         strategies.validate_options(s.strategy.name, s.strategy_options(), list(sweep or [s.strategy.name]))
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"strategy.options: {exc}") from None

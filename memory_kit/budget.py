@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from functools import partial
-from typing import Any, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from strategies import Delivery, Guideline
 
@@ -26,16 +26,6 @@ Render = Callable[[Sequence[Guideline], str], str]
 
 def omitted_note(n: int, noun: str = "lessons") -> str:
     return f"({n} lower-priority {noun} omitted to fit the budget.)" if n else ""
-
-
-def budget_option(strategy: str, options: dict[str, Any]) -> Optional[int]:
-    """`budget_tokens` from a strategy's options: a positive int, or None (unlimited)."""
-    value = options.get(OPTION)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"strategy {strategy!r}: {OPTION} must be a positive integer or null, got {value!r}")
-    return value
 
 
 def token_counter(model: str | None) -> Callable[[str], int]:

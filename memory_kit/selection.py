@@ -4,47 +4,45 @@ ranks the retrieval pool by source-task similarity and skips near-duplicates (do
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
-from strategies import Embedder, Guideline
-from memory_kit.budget import budget_option
-from strategies.options import check_types
 from memory_kit.vector_search import IvfIndex, blas_limit, blas_threads_for, rank_rows, stable_similarity
+from strategies import Embedder, Guideline
+from strategies.options import budget_field, option
 
 _CHUNK = 65536  # rows per block when comparing the whole pool with the core set (bounds the temporary)
 
 
+EVOLVE = "ALTK-Evolve (altk-evolve-core 1.7.1)"
+
+
 @dataclass(frozen=True)
-class SelectionOptions:
-    core_support: int = 3  # EVOLVE_CORE_SUPPORT
-    min_support: int = 1  # EVOLVE_MIN_SUPPORT
-    top_k: int = 10  # EVOLVE_RETRIEVAL_TOP_K
+class RetrievalKnobs:
+    """How the retriever selects (core_retrieval's, and on_demand's recall)."""
+
+    core_support: int = option(3, min=1, source=f"{EVOLVE}: EVOLVE_CORE_SUPPORT")
+    min_support: int = option(1, min=1, source=f"{EVOLVE}: EVOLVE_MIN_SUPPORT")
+    top_k: int = option(10, min=0, source=f"{EVOLVE}: EVOLVE_RETRIEVAL_TOP_K")
     core_duplicate: float = 0.75  # skip a candidate this similar to a core guideline
     kept_duplicate: float = 0.90  # skip a candidate this similar to one already kept
-    rerank_each_step: bool = False
     embedder: str = "minilm"  # see memory_kit.embeddings.make_embedder
-    embed_cache: str | None = ".cache/embeddings"  # null: no on-disk cache
-    ann_threshold: int | None = 10000  # pool this large or larger: IVF index (faiss); smaller: exact. null: exact
-    ann_nprobe: int = 16  # IVF lists scanned per query (more: slower, closer to exact)
-    budget_tokens: int | None = None  # cap on the block; drops retrieved (least similar first), then core
+    embed_cache: Optional[str] = ".cache/embeddings"  # null: no on-disk cache
+    # pool this large or larger: IVF index (faiss); smaller: exact. null: exact
+    ann_threshold: Optional[int] = option(10000, min=1)
+    ann_nprobe: int = option(16, min=1)  # IVF lists scanned per query (more: slower, closer to exact)
 
-    @classmethod
-    def from_options(cls, options: dict[str, Any]) -> "SelectionOptions":
-        known = {f.name for f in fields(cls)}
-        unknown = set(options) - known
-        if unknown:
-            raise ValueError(f"core_retrieval: unknown option(s) {sorted(unknown)}; known: {sorted(known)}")
-        check_types("core_retrieval", cls, options)
-        opts = cls(**options)
-        if opts.min_support < 1 or opts.core_support < opts.min_support or opts.top_k < 0:
-            raise ValueError(f"core_retrieval: need 1 <= min_support <= core_support and top_k >= 0, got {opts}")
-        if (opts.ann_threshold is not None and opts.ann_threshold < 1) or opts.ann_nprobe < 1:
-            raise ValueError(f"core_retrieval: need ann_threshold >= 1 (or null) and ann_nprobe >= 1, got {opts}")
-        budget_option("core_retrieval", options)
-        return opts
+    def __post_init__(self) -> None:
+        if self.core_support < self.min_support:
+            raise ValueError(f"need min_support <= core_support, got {self.min_support} > {self.core_support}")
+
+
+@dataclass(frozen=True)
+class SelectionOptions(RetrievalKnobs):
+    rerank_each_step: bool = False
+    budget_tokens: Optional[int] = budget_field()  # drops retrieved (least similar first), then core
 
 
 class GuidelineIndex:
@@ -57,7 +55,7 @@ class GuidelineIndex:
     order: guidelines of one source task tie exactly, and which of them top_k keeps is the store's first."""
 
     def __init__(self, core: Sequence[Guideline], pool: Sequence[Guideline], core_text: np.ndarray,
-                 pool_text: np.ndarray, pool_source: np.ndarray, opts: SelectionOptions):
+                 pool_text: np.ndarray, pool_source: np.ndarray, opts: RetrievalKnobs):
         """Vectors are L2-normalised rows: guideline texts (core, pool) and the pool's source-task texts."""
         self.opts = opts
         self.core = list(core)
@@ -78,7 +76,7 @@ class GuidelineIndex:
             blas_threads_for(self.pool_source)  # time it now, at start-up, not on the first task
 
     @classmethod
-    def build(cls, guidelines: Sequence[Guideline], embedder: Embedder, opts: SelectionOptions) -> "GuidelineIndex":
+    def build(cls, guidelines: Sequence[Guideline], embedder: Embedder, opts: RetrievalKnobs) -> "GuidelineIndex":
         kept = [g for g in guidelines if g.support >= opts.min_support]
         core = sorted((g for g in kept if g.support >= opts.core_support), key=lambda g: (-g.support, g.id))
         pool = [g for g in kept if g.support < opts.core_support]

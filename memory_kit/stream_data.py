@@ -1,4 +1,4 @@
-"""An online learner's stream as JSON-able data (`Strategy.stream_state` / `restore_stream`): the guidelines it
+"""An online learner's stream as JSON-able data (`Strategy.state`: snapshot / restore): the guidelines it
 learned, written and read back whole, so a resumed run and a Ray worker see exactly the stream the driver had."""
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # strategies that call LiteLLM: no network price map
 
+from strategies.declaration import Declaration
+from strategies.options import option
 from strategies.base import (
     EMPTY,
     Delivery,
@@ -20,14 +22,16 @@ from strategies.base import (
     render_guidelines,
     report_call,
 )
-from strategies.registry import (StrategyContext, UnknownStrategy, available, check_memory, create, known_options,
-                                 learns_online, register, strategy_class, trial_streams, uses_ground_truth,
-                                 uses_memory, validate_options)
+from strategies.registry import (StrategyContext, UnknownStrategy, available, check_memory, create, declaration,
+                                 delivered_frame, known_options, learns_online, register, strategy_class,
+                                 trial_streams, typed_options, uses_ground_truth, uses_memory, validate_options)
 
 __all__ = [
-    "EMPTY", "Delivery", "Embedder", "Guideline", "MemoryTool", "MemoryToolError", "ModelCall", "StepView",
-    "Strategy", "StrategyBase", "TaskView",
+    "Declaration", "option", "EMPTY", "Delivery", "Embedder", "Guideline", "MemoryTool", "MemoryToolError",
+    "ModelCall", "StepView", "Strategy", "StrategyBase", "TaskView",
     "Trajectory", "render_guidelines", "report_call",
-    "StrategyContext", "UnknownStrategy", "available", "check_memory", "create", "known_options", "learns_online",
-    "register", "strategy_class", "trial_streams", "uses_ground_truth", "uses_memory", "validate_options",
+    "StrategyContext", "UnknownStrategy", "available", "check_memory", "create", "declaration", "delivered_frame",
+    "known_options", "learns_online",
+    "register", "strategy_class", "trial_streams", "typed_options", "uses_ground_truth", "uses_memory",
+    "validate_options",
 ]

@@ -9,7 +9,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterator, Mapping, Optional, Protocol, Sequence, runtime_checkable
 
-from strategies.frame import Frame, chosen
+from strategies.declaration import Declaration
+from strategies.frame import Frame
 
 CATEGORIES = ("strategy", "recovery", "optimization")
 
@@ -144,36 +145,42 @@ Rerun = Callable[[], Optional[Trajectory]]  # the same task x trial run again (N
 Gold = Callable[[], Optional[str]]  # the task's gold solution (given only when ground truth is allowed, on train)
 
 
+class StreamState(Protocol):
+    """An online learner's streams as JSON-able data (memory_kit/stream_data.py helps): committed with the run
+    after each update and restored on resume (harness/runner/stream_state.py), sent with each episode to a Ray
+    worker and back (harness/runner/ray_executor.py)."""
+
+    def snapshot(self, trial: int) -> dict[str, Any]:
+        """Stream `trial` as data."""
+
+    def restore(self, trial: int, state: Mapping[str, Any]) -> None:
+        """Set stream `trial` to a state `snapshot` returned."""
+
+
 @runtime_checkable
 class Strategy(Protocol):
-    """Build memory from train trajectories, deliver it per task and step, optionally learn online.
+    """Deliver memory per task and step, optionally learn online. Eight members, each with a default in
+    `StrategyBase`, so the harness calls each one plainly and never probes for it (as benchmarks:
+    harness/benchmarks/protocol.py). What the harness asks before building one is its class's `declaration`
+    (strategies/declaration.py); `create(ctx)` builds it for one job."""
 
-    Every capability is declared here and has a no-op default in `StrategyBase`, so the harness calls each one
-    plainly and never probes for it (as benchmarks: harness/benchmarks/protocol.py). What the harness asks of
-    a strategy's class before building it (option schema, memory, ground truth) is `StrategyBase`'s classmethods
-    and class attributes: `known_options`, `validate_options`, `uses_memory`, `uses_ground_truth`, `create`."""
+    declaration: ClassVar[Declaration]
 
-    # read-only to the harness: a plain attribute, a class attribute or a property all satisfy them
+    @classmethod
+    def create(cls, ctx: Any) -> "Strategy":
+        """The strategy for one job (ctx: strategies.registry.StrategyContext)."""
+
+    # read-only to the harness: a plain attribute, a class attribute or a property all satisfy it
     @property
     def name(self) -> str: ...
-
-    @property
-    def learns_online(self) -> bool:
-        """True: the runner calls learn() after every finished episode, one at a time per stream."""
-
-    @property
-    def trial_streams(self) -> bool:
-        """True (with learns_online): every trial is an independent learning stream (`for_trial`), each starting
-        from the same memory, so the runner runs the streams side by side, each stream's episodes in order."""
-
-    def build(self, trajectories: Sequence[Trajectory]) -> None: ...
 
     def deliver(self, task: TaskView, step: StepView) -> Delivery: ...
 
     def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
               samples: Optional[int] = None) -> Mapping[str, Any]:
-        """An online learner's update after one episode (default: nothing), or the replay of one lost to a crash
-        (without rerun or gold); `rerun`, `gold`: ACE's reflect-and-retry. Returns facts for the episode's row."""
+        """An online learner's update after one episode (called only when its declaration says it learns online,
+        one at a time per stream), or the replay of one lost to a crash (without rerun or gold); `rerun`,
+        `gold`: ACE's reflect-and-retry. Returns facts for the episode's row."""
 
     def for_trial(self, trial: int) -> "Strategy":
         """The strategy trial `trial` sees: an online learner keeps one stream per trial (default: itself)."""
@@ -181,83 +188,29 @@ class Strategy(Protocol):
     def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
         """The strategy's own columns for an episode's row (ACE: `cited_steps`, `memory_ground_truth`)."""
 
-    def applied_episodes(self) -> Optional[frozenset[str]]:
-        """Episode keys whose update is committed with its memory (a resume replays the rest); None: not kept."""
-
-    def stream_state(self, trial: int) -> Optional[dict[str, Any]]:
-        """Stream `trial` as JSON-able data, committed after each update (runner/stream_state.py); None: none."""
-
-    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
-        """Set stream `trial` to a state `stream_state` returned (a resume, a Ray worker, the driver after one)."""
+    @property
+    def state(self) -> Optional[StreamState]:
+        """Its streams as data (None: it keeps none; the harness then keeps no stream of it)."""
 
 
 @dataclass(eq=False)  # a strategy is itself, never equal to another with the same options (and hashable)
 class StrategyBase:
     """Every optional member of `Strategy` with its no-op default; a strategy writes `deliver` and overrides
-    what it has. Class-level declarations, read before the strategy is built:
-
-    - `known_options`: the option names it takes (`()`: none; `None`: its `validate_options` checks names itself,
-      which is what a class that has the hook and declares no names gets);
-    - `validate_options(options)`: checks values, raises ValueError (exit 2 before anything is written);
-    - `uses_memory`: False for a strategy that ignores `memory=` (its rows carry no provenance label);
-    - `uses_ground_truth(options)`: whether, so configured, it learns from labels (withheld otherwise);
-    - `learns_online_with(options)`: whether, so configured, it learns online (`benchmark.orders`, `make plan`);
-    - `check_memory(path)`: refuses (ValueError) an artifact it cannot start from (exit 2 before anything runs);
-    - `plan_estimate(memory, count, options)`: what `make plan` prices (strategies/plan_block.py);
-    - `frame`: its block's frame (strategies/frame.py); `memory_of(options)`: whose memory_by_strategy it reads;
-    - `create(ctx)`: the strategy for one job (default: built from its options)."""
+    what it has. What the harness asks before building it is its class's `declaration`
+    (strategies/declaration.py: typed options, memory, ground truth, online, frame, plan, artifacts);
+    `create(ctx)` builds the strategy for one job (default: from its options)."""
 
     name: str = "base"
     options: dict[str, Any] = field(default_factory=dict)
-    learns_online: bool = False
-    trial_streams: ClassVar[bool] = False
-    known_options: ClassVar[Optional[tuple[str, ...]]] = ()
-    uses_memory: ClassVar[bool] = True
-    memory_entry_only: ClassVar[bool] = False  # True: reads its memory_by_strategy entry only, never `memory=`
-    frame: ClassVar[Optional[Frame]] = None  # a design that delivers text: its tag, header, instruction
+    declaration: ClassVar[Declaration] = Declaration()
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        own = [k for k in cls.__mro__ if k is not StrategyBase and issubclass(k, StrategyBase)]
-        if any("validate_options" in vars(k) for k in own) and not any("known_options" in vars(k) for k in own):
-            cls.known_options = None  # a hook and no names: it checks names itself (as before declarations)
-
-    @classmethod
-    def validate_options(cls, options: dict[str, Any]) -> None:
-        return None
-
-    @classmethod
-    def memory_of(cls, options: Mapping[str, Any]) -> Optional[str]:  # None: its own entry
-        return None
-
-    @classmethod
-    def delivered_frame(cls, options: dict[str, Any]) -> Optional[Frame]:  # its frame as configured (frame: neutral)
-        return chosen(cls.frame, options, str(cls.name)) if cls.frame is not None else None
-
-    @classmethod
-    def uses_ground_truth(cls, options: dict[str, Any]) -> bool:
-        return False
-
-    @classmethod
-    def check_memory(cls, path: Optional[str]) -> None:
-        return None
-
-    @classmethod
-    def learns_online_with(cls, options: dict[str, Any]) -> bool:
-        declared = cls.learns_online  # a class attribute, or the field's default (a property: not a bool)
-        return declared if isinstance(declared, bool) else False
-
-    @classmethod
-    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> Any:
-        """-> plan_block.PlanEstimate; None: the plan counts every guideline, an upper bound (full_block)."""
-        return None
+    def typed_options(self) -> Any:
+        """Its options as its declaration types them (strategies/options.py), checked."""
+        return self.declaration.parse(self.name, self.options)
 
     @classmethod
     def create(cls, ctx: Any) -> "StrategyBase":  # ctx: strategies.registry.StrategyContext
         return cls(options=dict(ctx.options))
-
-    def build(self, trajectories: Sequence[Trajectory]) -> None:
-        return None
 
     def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
               samples: Optional[int] = None) -> Mapping[str, Any]:
@@ -269,13 +222,8 @@ class StrategyBase:
     def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
         return {}
 
-    def applied_episodes(self) -> Optional[frozenset[str]]:
-        return None
-
-    def stream_state(self, trial: int) -> Optional[dict[str, Any]]:
-        return None
-
-    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
+    @property
+    def state(self) -> Optional[StreamState]:
         return None
 
 

@@ -1,13 +1,13 @@
 """What the control arms (`placebo`, `protocol_only`) share: their option `match`, the design whose frame (and, for
-placebo, whose delivery's length) they reproduce. A design qualifies when its class declares a frame
+placebo, whose delivery's length) they reproduce. A design qualifies when its declaration names a frame
 (strategies/frame.py), a plugin's too; a control arm never matches another."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
-from strategies.frame import Frame, frame_of
-from strategies.registry import available, strategy_class
+from strategies.frame import Frame
+from strategies.registry import available, declaration
 
 
 def framed_designs() -> list[str]:
@@ -17,14 +17,13 @@ def framed_designs() -> list[str]:
 
 def _frame_of(name: str) -> Optional[Frame]:
     try:
-        return frame_of(strategy_class(name), {})
+        return declaration(name).frame
     except Exception:  # a plugin that fails to load declares nothing here; running it says why
         return None
 
 
-def check_match(arm: str, options: Mapping[str, Any]) -> str:
-    """The `match` option: a design that declares its frame (default `full`), else one clear line."""
-    match = options.get("match", "full")
+def check_match(arm: str, match: Any) -> str:
+    """The `match` option: a design that declares its frame, else one clear line."""
     if not isinstance(match, str) or match in ("placebo", "protocol_only") or _frame_of(match) is None:
         raise ValueError(f"strategy {arm!r}: option match must be a design that declares its frame, one of "
                          f"{framed_designs()}; got {match!r}")

@@ -1,5 +1,5 @@
 """A design's frame: the tag, header and instruction its memory block is wrapped in, declared as data on its
-class (`frame = Frame(...)`), so the control arms can wrap their text the same way (docs/controls.md).
+class (its declaration's `frame`), so the control arms can wrap their text the same way (docs/controls.md).
 
 `placebo` and `protocol_only` read the frame of the design they match (`match=<design>`) through the registry;
 the option `frame: neutral`, taken by every framed design and by both arms, swaps the design's instruction for
@@ -9,7 +9,7 @@ one common instruction (NEUTRAL_INSTRUCTION), so designs compared head to head d
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Mapping, Optional, Sequence
+from typing import Sequence
 
 FRAMES = ("own", "neutral")  # the `frame` option: the design's own instruction, or the common one
 # the common instruction: says what the block is for and nothing of how to use it (no design's wording)
@@ -38,20 +38,6 @@ class Frame:
         return replace(self, instruction=NEUTRAL_INSTRUCTION, one_line=False)
 
 
-def frame_option(strategy: str, options: Mapping[str, Any]) -> str:
-    """The `frame` option (own | neutral), checked: a bad value is one clear line before anything runs."""
-    value = options.get("frame", "own")
-    if value not in FRAMES:
-        raise ValueError(f"strategy {strategy!r}: option frame must be one of {list(FRAMES)}, got {value!r}")
-    return str(value)
-
-
-def chosen(frame: Frame, options: Mapping[str, Any], strategy: str = "") -> Frame:
-    """The frame a design so configured delivers: its own, or under `frame: neutral` the common instruction."""
-    return frame.neutral() if frame_option(strategy, options) == "neutral" else frame
-
-
-def frame_of(cls: Any, options: Mapping[str, Any]) -> Optional[Frame]:
-    """A strategy class's delivered frame under `options` (StrategyBase.delivered_frame; None: it declares none)."""
-    frame = cls.delivered_frame(dict(options))
-    return frame if isinstance(frame, Frame) else None
+def chosen(frame: Frame, choice: str) -> Frame:
+    """The frame a design delivers under its `frame` option: its own, or under `neutral` the common instruction."""
+    return frame.neutral() if choice == "neutral" else frame

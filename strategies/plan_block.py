@@ -1,4 +1,4 @@
-"""What `make plan` prices for a design, declared by the design itself (`StrategyBase.plan_estimate`), so the plan
+"""What `make plan` prices for a design, declared by the design itself (its declaration's `plan`), so the plan
 (analysis/planning/plan_estimate.py) never branches on a strategy's name: the memory block its agent reads at a
 step (counted from the artifact with the strategy's own rendering), what that figure stands for, and the design's
 own model calls per episode by role (stated, not yet priced)."""

@@ -11,8 +11,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-from strategies.base import Guideline, Strategy, StrategyBase
-from strategies.compat import LegacyFactory, learns_by_update
+from strategies.base import Guideline, Strategy
+from strategies.compat import fit
+from strategies.declaration import Declaration
+from strategies.frame import Frame
 from foundation.plugins import PluginRegistry
 
 if TYPE_CHECKING:  # the kit builds on this package: importing it here at load time would close a circle
@@ -71,26 +73,30 @@ def available() -> list[str]:
 
 
 def strategy_class(name: str) -> Any:
-    """What is registered as `name`, with the declared capabilities of `StrategyBase`: the class itself, or an
-    old-protocol factory (or a class that learns in `update`) fitted by strategies/compat.py."""
-    obj = _REGISTRY.load(name)
-    current = isinstance(obj, type) and issubclass(obj, StrategyBase) and not learns_by_update(obj)
-    return obj if current else LegacyFactory(obj)
+    """What is registered as `name`, with a `declaration` and `create(ctx)`: the class itself, or a plugin in an
+    older documented shape fitted by strategies/compat.py."""
+    return fit(_REGISTRY.load(name))
+
+
+def declaration(name: str) -> Declaration:
+    """What strategy `name` declares (strategies/declaration.py)."""
+    declared = strategy_class(name).declaration
+    assert isinstance(declared, Declaration)
+    return declared
 
 
 def known_options(name: str) -> tuple[str, ...] | None:
-    """The option names a strategy declares (`known_options`); None when it checks names itself."""
-    declared = strategy_class(name).known_options
-    return None if declared is None else tuple(declared)
+    """The option names a strategy declares; None when it takes any (placebo passes them on to its reference)."""
+    return declaration(name).names()
 
 
 def memory_owner(name: str, options: Mapping[str, Any], table: Mapping[str, Any]) -> str:
-    """Whose `memory_by_strategy` entry the job of strategy `name` reads: its own when given, else the one its
-    class names (`memory_of`: a control arm's reference), else its own (absent: `memory`)."""
+    """Whose `memory_by_strategy` entry the job of strategy `name` reads: its own when given, else the one it
+    declares (`memory_of`: a control arm's reference), else its own (absent: `memory`)."""
     if name in table:
         return name
     try:
-        return strategy_class(name).memory_of(options) or name
+        return declaration(name).memory_of(typed_options(name, options)) or name
     except (UnknownStrategy, ValueError, TypeError, AttributeError):  # an unknown name is refused by the checks
         return name
 
@@ -102,15 +108,20 @@ def job_memory(name: str, options: Mapping[str, Any], table: Mapping[str, Any], 
     if owner in table:
         return table[owner] or None
     try:
-        entry_only = bool(strategy_class(owner).memory_entry_only)
+        entry_only = declaration(owner).memory_entry_only
     except (UnknownStrategy, ValueError, TypeError, AttributeError):  # an unknown name is refused by the checks
         entry_only = False
     return None if entry_only else memory
 
 
+def typed_options(name: str, options: Mapping[str, Any]) -> Any:
+    """Strategy `name`'s options as its declaration types them (the others' options of a sweep left out)."""
+    return declaration(name).parse(name, own_options(name, options))
+
+
 def validate_options(name: str, options: dict[str, Any], sweep: Iterable[str] = ()) -> None:
-    """Unknown names are rejected from `known_options`, then the strategy's `validate_options(options)` checks
-    values (raise ValueError/TypeError). The CLI calls this for every job before anything is written (exit 2).
+    """Unknown names are rejected (naming who takes what), then the values are checked as its declaration types
+    them (raise ValueError). The CLI calls this for every job before anything is written (exit 2).
     `sweep`: the strategies of the whole sweep; an option one of them declares is not a typo for the others,
     which never see it (`create` drops options that another strategy declares)."""
     declared = known_options(name)
@@ -118,22 +129,18 @@ def validate_options(name: str, options: dict[str, Any], sweep: Iterable[str] = 
         others = {o for other in sweep if other != name for o in (known_options(other) or ())}
         options = {k: v for k, v in options.items() if k in declared or k not in others}
         unknown = sorted(set(options) - set(declared))
-        if unknown:
+        if unknown and [s for s in dict.fromkeys(sweep) if s != name]:
             raise ValueError(unknown_options_message(name, unknown, list(sweep)))
-    strategy_class(name).validate_options(dict(options))
+    declaration(name).parse(name, options)
 
 
 def unknown_options_message(name: str, unknown: list[str], sweep: list[str]) -> str:
     """Which strategies of the sweep take options, and the closest valid name: a typo on a sweep of
     none,full,core_retrieval is nobody's option, not `none`'s fault."""
     takers = {s: known_options(s) for s in dict.fromkeys([*sweep, name])}
-    others = [s for s in takers if s != name]
     valid = sorted({o for opts in takers.values() for o in opts or ()})
     close = difflib.get_close_matches(unknown[0], valid, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    if not others:
-        known = f"known: {sorted(takers[name] or ())}" if takers[name] else "it takes no options"
-        return f"strategy {name!r}: unknown option(s) {unknown}; {known}{hint}"
     said = [f"{s} takes {sorted(opts)}" for s, opts in takers.items() if opts]
     none = [s for s, opts in takers.items() if opts == ()]
     if none:
@@ -144,29 +151,34 @@ def unknown_options_message(name: str, unknown: list[str], sweep: list[str]) -> 
 
 def uses_memory(name: str) -> bool:
     """False for a strategy that ignores `memory=` (the baseline): its rows carry no provenance label."""
-    return bool(strategy_class(name).uses_memory)
+    return declaration(name).uses_memory
 
 
 def uses_ground_truth(name: str, options: dict[str, Any]) -> bool:
     """Whether this strategy, so configured, learns from labels (reward, success, evaluator report, gold
     solution). The harness withholds them otherwise."""
-    return bool(strategy_class(name).uses_ground_truth(own_options(name, options)))
+    return bool(declaration(name).ground_truth(typed_options(name, options)))
 
 
 def learns_online(name: str, options: dict[str, Any]) -> bool:
     """Whether this strategy, so configured, learns online (read before it is built: `benchmark.orders`, the plan)."""
-    return bool(strategy_class(name).learns_online_with(own_options(name, options)))
+    return bool(declaration(name).online(typed_options(name, options)))
 
 
 def check_memory(name: str, path: str | None) -> None:
     """Raises ValueError when this strategy cannot start from the artifact at `path` (None: no memory=), e.g.
     reasoning_bank given a guideline file: the CLI's check, before anything runs."""
-    strategy_class(name).check_memory(path)
+    declaration(name).check_memory(path)
 
 
 def trial_streams(name: str) -> bool:
     """Whether an online learner keeps one independent stream per trial (`benchmark.orders` permutes each)."""
-    return strategy_class(name).trial_streams is True  # declared by StrategyBase (and the legacy fitting)
+    return declaration(name).trial_streams
+
+
+def delivered_frame(name: str, options: Mapping[str, Any]) -> Frame | None:
+    """The frame strategy `name` delivers so configured (None: it declares none)."""
+    return declaration(name).delivered_frame(typed_options(name, options))
 
 
 def own_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -175,15 +187,21 @@ def own_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
     declared = known_options(name)
     if declared is None:
         return dict(options)
-    foreign = {o for other in available() if other != name for o in (known_options(other) or ())}
+    foreign = {o for other in available() if other != name for o in (_names_of(other) or ())}
     return {k: v for k, v in options.items() if k in declared or k not in foreign}
+
+
+def _names_of(name: str) -> tuple[str, ...] | None:
+    try:
+        return known_options(name)
+    except Exception:  # a plugin that fails to load declares nothing here; running it says why
+        return None
 
 
 def create(name: str, ctx: StrategyContext) -> Strategy:
     factory = strategy_class(name)
     built = factory.create(replace(ctx, options=own_options(name, ctx.options)))
     if not isinstance(built, Strategy):
-        raise TypeError(f"strategy {name!r} does not implement the Strategy protocol (harness calls build, "
-                        "deliver, learn, for_trial, record_facts, applied_episodes): inherit "
-                        "strategies.StrategyBase")
+        raise TypeError(f"strategy {name!r} does not implement the Strategy protocol (declaration, create, name, "
+                        "deliver, learn, for_trial, record_facts, state): inherit strategies.StrategyBase")
     return built

@@ -35,7 +35,7 @@ def test_ace_delivers_the_whole_rendered_playbook_every_step():
     playbook, _ = load_playbook(SAMPLE)
     first, later = strategy.deliver(TASK, STEP), strategy.deliver(TASK, StepView(index=9))
     assert first is later and first.text == playbook.render()
-    assert first.ids == [b.id for b in playbook.bullets] and not strategy.learns_online
+    assert first.ids == [b.id for b in playbook.bullets] and strategy.state is None
 
 
 def test_ace_takes_a_guideline_file_or_a_playbook_option_and_checks_options():
@@ -71,7 +71,7 @@ def online(tmp_path, playbook: Playbook | None = None) -> AceOnline:
 def test_online_updates_save_history_and_snapshots(tmp_path):
     roles = install_scripted_roles()
     strategy = online(tmp_path)
-    assert strategy.learns_online and strategy.deliver(TASK, STEP).empty
+    assert strategy.state is strategy and strategy.deliver(TASK, STEP).empty
     roles.queue("curator", {"operations": [
         {"type": "ADD", "section": "others", "content": "Greet, then authenticate."}]})
     strategy.learn(episode("1"))
@@ -112,14 +112,17 @@ def test_build_replays_stored_episodes_as_updates(tmp_path):
     assert strategy.updates == 2
 
 
-def test_online_resumes_from_its_saved_playbook(tmp_path):
+def test_online_resumes_from_its_committed_stream(tmp_path):
     roles = install_scripted_roles()
     roles.queue("curator", {"operations": [{"type": "ADD", "section": "others", "content": "Be precise."}]})
-    online(tmp_path).learn(episode("1"))
+    first = online(tmp_path)
+    first.learn(episode("1"))
     ctx = StrategyContext(artifacts_dir=tmp_path, model="gpt-4o", options={"reflector_model": MODEL,
                                                                            "curator_model": MODEL,
                                                                            "dedup_threshold": None})
     resumed = create("ace_online", ctx)
+    assert resumed.updates == 0 and resumed.deliver(TASK, STEP).ids == []  # the run's committed state decides
+    resumed.state.restore(0, first.state.snapshot(0))  # as the harness restores it (harness/runner/stream_state.py)
     assert resumed.updates == 1 and resumed.deliver(TASK, STEP).ids == ["misc-00001"]
     resumed.learn(episode("2"))
     assert json.loads((tmp_path / "history.jsonl").read_text().splitlines()[-1])["update"] == 2

@@ -26,7 +26,7 @@ def test_online_settings_are_the_references_and_the_config_says_the_same():
     cfg = yaml.safe_load((REPO / "configs" / "strategy" / "awm_online.yaml").read_text())
     assert cfg["name"] == "awm_online" and cfg["options"] == {"model": None, "budget_tokens": None}
     assert "awm_online" in strategies.available() and strategies.learns_online("awm_online", {})
-    assert AwmOnline.memory_entry_only and not AwmOnline.uses_ground_truth({})
+    assert AwmOnline.declaration.memory_entry_only and not strategies.uses_ground_truth("awm_online", {})
 
 
 class Scripted:

@@ -11,8 +11,8 @@ from analysis import load_records
 from analysis.views import controls
 from harness.run import compose_job
 from harness.runner import run_job
-from strategies import Guideline, StepView, StrategyContext, TaskView, create, strategy_class
 from memory_kit.memory_file import save_memory
+from strategies import Guideline, StepView, StrategyContext, TaskView, create, strategy_class, validate_options
 from strategies.frame import NEUTRAL_INSTRUCTION
 
 
@@ -43,7 +43,7 @@ def test_a_sweep_with_both_arms_matched_prints_the_design_decomposition(design, 
     assert set(by["protocol_only"]["control_arm"]) == {f"protocol_only:{design}"}
     # the placebo reads its design's own artifact (memory_by_strategy.<design>), never the run's guidelines
     assert set(by["placebo"]["memory"].astype(str)) == set(by[design]["memory"].astype(str))
-    instruction = strategy_class(design).frame.instruction
+    instruction = strategy_class(design).declaration.frame.instruction
     assert all(set(by[s]["memory_instruction"]) == {instruction} for s in (design, "placebo", "protocol_only"))
     text = controls.terminal(records, n_boot=100)
     assert f"content     = {design} - placebo" in text and "length      = placebo - none" in text
@@ -53,7 +53,7 @@ def test_a_sweep_with_both_arms_matched_prints_the_design_decomposition(design, 
 @pytest.mark.parametrize("design", ["full", "reasoning_bank", "awm", "awm_online", "exp_rag", "dynamic_cheatsheet",
                                     "ace"])
 def test_protocol_only_delivers_the_design_frame_and_no_content(design, artifact):
-    frame = strategy_class(design).frame
+    frame = strategy_class(design).declaration.frame
     arm = create("protocol_only", StrategyContext(options={"match": design}))
     text = arm.deliver(TaskView("tau2_retail", "5", ""), StepView(0)).text
     assert text.splitlines() == [f"<{frame.tag}>", *frame.head(), f"</{frame.tag}>"]
@@ -79,12 +79,12 @@ def test_placebo_matches_a_design_per_step_under_its_frame(tmp_path):
 
 @pytest.mark.parametrize("options, said", [
     ({"match": "core_retrieval"}, "match must be a design that declares its frame"),
-    ({"match": "awm", "frame": "plain"}, "option frame must be one of ['own', 'neutral']"),
+    ({"match": "awm", "frame": "plain"}, "option frame='plain'; valid: own, neutral"),
     ({"length_tokens": 0}, "length_tokens must be an integer >= 1"),
 ])
 def test_a_bad_control_option_is_one_clear_line(options, said):
     with pytest.raises(ValueError, match=None) as exc:
-        strategy_class("placebo").validate_options(options)
+        validate_options("placebo", options)
     assert said in str(exc.value)
 
 

@@ -29,8 +29,8 @@ def test_defaults_are_the_references_and_the_config_says_the_same():
     assert (opts.temperature, opts.max_tokens, EMPTY_CHEATSHEET) == (0.0, 4096, "(empty)")
     cfg = yaml.safe_load((REPO / "configs" / "strategy" / "dynamic_cheatsheet.yaml").read_text())
     assert cfg["options"] == {k: getattr(opts, k) for k in cfg["options"]}
-    assert "dynamic_cheatsheet" in strategies.available() and DynamicCheatsheet.memory_entry_only
-    assert not DynamicCheatsheet.uses_ground_truth({})  # the curator judges correctness itself
+    assert "dynamic_cheatsheet" in strategies.available() and DynamicCheatsheet.declaration.memory_entry_only
+    assert not strategies.uses_ground_truth("dynamic_cheatsheet", {})  # the curator judges correctness itself
     assert extract_cheatsheet("no tags here", "old") == "old"
     # the FIRST tag pair, as utils/extractor.py's extract_cheatsheet (a single regex search) takes it
     assert extract_cheatsheet("<cheatsheet>\na\n</cheatsheet> then <cheatsheet>b</cheatsheet>", "old") == "a"
@@ -54,7 +54,7 @@ def test_the_curator_rewrites_the_cheatsheet_after_each_episode_and_streams_are_
     curator = Curator(["<cheatsheet>\n- [dc-1] check first (count: 1)\n</cheatsheet>", "sorry, no tags"])
     dc = DynamicCheatsheet(llm=RoleLLM("scripted/x", completion=curator))
     view = (TaskView("b", "q", "anything"), StepView(0))
-    assert dc.learns_online and dc.deliver(*view).text == "<cheatsheet>\n(empty)\n</cheatsheet>"
+    assert strategies.learns_online("dynamic_cheatsheet", {}) and dc.deliver(*view).text == "<cheatsheet>\n(empty)\n</cheatsheet>"
     assert dc.learn(_episode("1")) == {"dc_cheatsheet_kept": False}
     system, user, kwargs = curator.seen[0]
     assert system == CURATOR_SYSTEM and "## Previous cheatsheet\n(empty)" in user and "task 1" in user
@@ -80,13 +80,14 @@ def _done(task_id: str, text: str, tool: str) -> Trajectory:  # what the agent d
 
 def test_retrieval_synthesis_defaults_are_the_references():
     # run_benchmark.py: retrieve_top_k=3; the curator's call as the cumulative one's; the variant is an option
-    opts = CheatsheetOptions.from_options({"variant": "retrieval_synthesis"})
+    opts = strategies.typed_options("dynamic_cheatsheet", {"variant": "retrieval_synthesis"})
     assert (opts.top_k, opts.temperature, opts.max_tokens, CheatsheetOptions().variant) == (3, 0.0, 4096, "cumulative")
     made = DynamicCheatsheet.create(StrategyContext(options={"variant": "retrieval_synthesis", "embed_cache": None},
                                                     model="scripted/x"))
-    assert type(made).__name__ == "RetrievalSynthesisCheatsheet" and made.learns_online and made.memory_entry_only
-    with pytest.raises(ValueError, match="variant in"):
-        CheatsheetOptions.from_options({"variant": "retrieval"})
+    assert type(made).__name__ == "RetrievalSynthesisCheatsheet" and made.state is made
+    assert made.declaration.memory_entry_only
+    with pytest.raises(ValueError, match="variant='retrieval'; valid: cumulative, retrieval_synthesis"):
+        strategies.validate_options("dynamic_cheatsheet", {"variant": "retrieval"})
 
 
 def test_retrieval_synthesis_curates_once_per_task_from_the_most_similar_past_episodes_most_similar_last():

@@ -9,7 +9,8 @@ from ace_fakes import FakeBagOfWordsEmbedder
 from strategies import Guideline, StepView, TaskView
 from strategies.ace.playbook import Bullet, Playbook
 from strategies.ace.strategy import AcePlaybook
-from memory_kit.budget import budget_option, fit_budget
+from memory_kit.budget import fit_budget
+from strategies import typed_options
 from strategies.core_retrieval import CoreRetrieval
 from strategies.full import FullMemory
 
@@ -72,9 +73,9 @@ def test_ace_drops_net_harmful_then_unused_then_oldest():
 
 @pytest.mark.parametrize("bad", [0, -3, "10", 2.5, True])
 def test_budget_tokens_must_be_a_positive_integer_or_null(bad):
-    assert budget_option("full", {}) is None and budget_option("full", {"budget_tokens": 5}) == 5
+    assert typed_options("full", {}).budget_tokens is None and typed_options("full", {"budget_tokens": 5}).budget_tokens == 5
     with pytest.raises(ValueError, match="budget_tokens"):
-        budget_option("full", {"budget_tokens": bad})
+        typed_options("full", {"budget_tokens": bad})
     with pytest.raises(ValueError, match="budget_tokens"):
         FullMemory(options={"budget_tokens": bad}, guidelines=guidelines(1), count_tokens=words)
 

@@ -89,9 +89,10 @@ class LabelProbe(StrategyBase):
 
     seen: list = []
     with_labels = False
+    learns_online = True  # an old plugin's class-level declaration (strategies/compat.py reads it)
 
     def __init__(self) -> None:
-        super().__init__(name="label_probe", learns_online=True)
+        super().__init__(name="label_probe")
 
     def deliver(self, task, step):
         return strategies.EMPTY

@@ -46,9 +46,10 @@ class CountingEmbedder:
 class Probe(CoreRetrieval):
     """core_retrieval, keeping every deliver() input and every trajectory it is handed to learn from."""
 
+    learns_online = True  # an old plugin's class-level declaration (strategies/compat.py reads it)
+
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.learns_online = True
         self.seen: list[str] = []
         self.queries: list[str] = []
         self.verdicts: list[tuple] = []  # what record_facts was shown of the evaluator's verdict

@@ -16,8 +16,9 @@ from harness.scripted import simulated
 from harness.scripted.oracle import DONE_MARKER, ScriptedOracle, install
 from harness.serving.providers import register_provider, unregister_provider
 from harness.scripted import simulated_world
-from strategies import Guideline, StepView, TaskView
+import strategies
 from memory_kit.memory_file import load_memory
+from strategies import Guideline, StepView, TaskView
 from strategies.on_demand import OnDemand
 from strategies.on_demand.strategy import NOTICE, TOOL
 
@@ -52,10 +53,10 @@ def test_core_true_puts_the_core_in_the_prompt_and_recalls_only_the_rest():
 
 @pytest.mark.parametrize("options, match", [({"core": "yes"}, "core must be true or false"),
                                             ({"rerank_each_step": True}, "unknown option"),
-                                            ({"top_k": -1}, "top_k >= 0")])
+                                            ({"top_k": -1}, "top_k must be >= 0")])
 def test_bad_options_are_refused_with_a_reason(options, match):
     with pytest.raises(ValueError, match=match):
-        OnDemand.validate_options(options)
+        strategies.validate_options("on_demand", options)
 
 
 class Puller(CustomLLM):

@@ -66,5 +66,5 @@ def test_the_job_strategys_learn_updates_the_episodes_own_stream():
     dc = DynamicCheatsheet(llm=RoleLLM("scripted/x", completion=curator))
     episode = Trajectory(TaskView("tau2_retail", "5", "Refund order 7"), (), None, None, episode="5#1")
     dc.learn(episode)
-    assert dc.stream_state(1) == {"cheatsheet": "- [dc-1] learned (count: 1)"}
-    assert dc.stream_state(0) == {"cheatsheet": "(empty)"}
+    assert dc.state.snapshot(1) == {"cheatsheet": "- [dc-1] learned (count: 1)"}
+    assert dc.state.snapshot(0) == {"cheatsheet": "(empty)"}

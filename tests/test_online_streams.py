@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 
 import stream_roles
 from conftest import HUNG_S, read_records
@@ -59,6 +60,7 @@ def test_a_one_stream_learner_runs_in_order_whatever_concurrency_says(capsys):
     from strategies import StrategyBase
 
     job = resolve(compose_job(["model=oracle", "strategy=none", "concurrency=4"]))
-    assert executors.create(job, StrategyBase(learns_online=True), served={}).name == "in order"
+    one_stream = replace(job, capabilities=replace(job.capabilities, learns_online=True))  # as its class declares
+    assert executors.create(one_stream, StrategyBase(), served={}).name == "in order"
     assert "learns online in one stream" in capsys.readouterr().err
     assert executors.create(job, StrategyBase(), served={}).name == "threads"

@@ -156,7 +156,9 @@ def test_the_report_fits_160_columns_and_names_each_cells_token_source(tmp_path)
 
 def test_the_plan_prices_each_design_from_its_own_declaration(monkeypatch):
     from analysis.planning.plan_estimate import memory_block_tokens
-    from strategies import StrategyBase, registry
+    from dataclasses import make_dataclass
+
+    from strategies import Declaration, StrategyBase, registry
     from strategies.plan_block import PlanEstimate
 
     class Declares(StrategyBase):
@@ -165,13 +167,13 @@ def test_the_plan_prices_each_design_from_its_own_declaration(monkeypatch):
         def deliver(self, task, step):
             raise AssertionError("the plan never builds a strategy")
 
-        @classmethod
-        def plan_estimate(cls, memory, count, options):
-            return PlanEstimate(float(count("x " * options["n"])), "declared", {"judge": 1.0})
+        declaration = Declaration(options=make_dataclass("N", [("n", int, 1)], frozen=True),
+                                  plan=lambda memory, count, opts: PlanEstimate(float(count("x " * opts.n)), "declared",
+                                                                                {"judge": 1.0}))
 
     class Silent(Declares):
         name = "plan_silent"
-        plan_estimate = StrategyBase.__dict__["plan_estimate"]
+        declaration = Declaration()
 
     monkeypatch.setattr(registry._REGISTRY, "extra", {**registry._REGISTRY.extra, "plan_declares": Declares,
                                                        "plan_silent": Silent})

@@ -8,6 +8,7 @@ import signal
 import threading
 import time
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
@@ -234,9 +235,11 @@ def test_an_online_learner_with_one_stream_stays_on_the_driver(capsys):
     from strategies import StrategyBase
 
     job = resolve(compose("model=oracle", "strategy=ace_online", "executor=ray"))
-    assert executors.create(job, StrategyBase(learns_online=True), served={}).name == "in order"
+    one_stream = replace(job, capabilities=replace(job.capabilities, trial_streams=False))  # as its class declares
+    assert executors.create(one_stream, StrategyBase(), served={}).name == "in order"
     assert "learns online in one stream" in capsys.readouterr().err
-    assert executors.create(job, StrategyBase(), served={}).name == "ray"
+    offline = replace(job, capabilities=replace(job.capabilities, learns_online=False))
+    assert executors.create(offline, StrategyBase(), served={}).name == "ray"
 
 
 @pytest.mark.parametrize("override, expected", [

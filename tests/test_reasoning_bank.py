@@ -33,7 +33,8 @@ def test_defaults_are_the_references_and_the_config_says_the_same():
     assert (opts.top_k, opts.judge, opts.learn_online, opts.max_items, opts.temperature) == (1, "self", True, 3, 1.0)
     cfg = yaml.safe_load((REPO / "configs" / "strategy" / "reasoning_bank.yaml").read_text())
     assert cfg["options"] == {k: getattr(opts, k) for k in cfg["options"]} and "reasoning_bank" in strategies.available()
-    assert not ReasoningBank.uses_ground_truth({}) and ReasoningBank.uses_ground_truth({"judge": "ground_truth"})
+    assert not strategies.uses_ground_truth("reasoning_bank", {})
+    assert strategies.uses_ground_truth("reasoning_bank", {"judge": "ground_truth"})
     assert "at most 3" in SUCCESS_SYSTEM and "at most 3" in FAILURE_SYSTEM and "failed" in FAILURE_SYSTEM
     # the extractor's own max_tokens (induce_memory.py llm_generate: 65536, gemini-2.5-flash's output limit; ours
     # 8192, documented), never the run's; the judge at temperature 0 (autoeval/clients.py)
@@ -78,7 +79,7 @@ def _episode(task_id: str, text: str) -> Trajectory:  # as an online learner see
 def test_online_it_judges_itself_extracts_appends_and_reports_its_calls():
     model = Scripted("failure")
     bank = ReasoningBank(embedder=FakeBagOfWordsEmbedder(), llm=RoleLLM("scripted/x", completion=model))
-    assert bank.learns_online and bank.deliver(TaskView("b", "q", "refund shoes"), StepView(0)).empty
+    assert bank.state is bank and bank.deliver(TaskView("b", "q", "refund shoes"), StepView(0)).empty
     calls = []
     with calls_to(calls.append):
         facts = bank.learn(_episode("7", "refund the blue shoes"))

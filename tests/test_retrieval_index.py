@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import strategies
 from strategies import Guideline
 from memory_kit import vector_search
 from memory_kit.selection import GuidelineIndex, SelectionOptions
@@ -72,9 +73,9 @@ def test_threshold_switches_between_exact_and_index():
     assert make_index(5000, ann_threshold=None)[0].ann is None  # null: always exact
     assert make_index(200, ann_threshold=100, top_k=0)[0].ann is None  # nothing to retrieve
     with pytest.raises(ValueError, match="ann_threshold"):
-        SelectionOptions.from_options({"ann_threshold": 0})
+        strategies.validate_options("core_retrieval", {"ann_threshold": 0})
     with pytest.raises(ValueError, match="ann_nprobe"):
-        SelectionOptions.from_options({"ann_nprobe": 0})
+        strategies.validate_options("core_retrieval", {"ann_nprobe": 0})
 
 
 def test_faster_option_takes_the_lower_median_of_interleaved_timings():

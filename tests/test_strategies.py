@@ -112,15 +112,15 @@ def test_a_strategy_written_against_the_old_protocol_keeps_working():
         with pytest.raises(ValueError, match=r"'old_plain': unknown option\(s\) \['n'\]; it takes no options"):
             strategies.validate_options("old_plain", {"n": 2})
         built = strategies.create("old_online", StrategyContext())
-        assert isinstance(built, strategies.Strategy) and built.learns_online and built.name == "old_online"
-        assert built.for_trial(1) is built and built.applied_episodes() is None
+        assert isinstance(built, strategies.Strategy) and strategies.learns_online("old_online", {})
+        assert built.name == "old_online" and built.for_trial(1) is built and built.state is None
         assert built.learn("t") == {} and OldOnline.seen == ["t"]  # no learn(): its update() is the update
         assert built.record_facts(None) == {"old_fact": 1}
         assert not strategies.uses_ground_truth("old_online", {}) and strategies.uses_memory("old_online")
-        from strategies.frame import frame_of  # what a job asks every strategy class: no frame, its own memory
-
-        old = strategies.strategy_class("old_online")
-        assert frame_of(old, {}) is None and old.frame is None and old.memory_of({}) is None
+        # what a job asks every strategy class: no frame, its own memory
+        old = strategies.declaration("old_online")
+        assert strategies.delivered_frame("old_online", {}) is None and old.frame is None
+        assert strategies.registry.memory_owner("old_online", {}, {}) == "old_online"
     finally:
         strategies.registry._REGISTRY.extra.pop("old_online", None)
         strategies.registry._REGISTRY.extra.pop("old_plain", None)
@@ -149,7 +149,8 @@ def test_a_strategybase_plugin_that_learns_in_update_is_called_through_learn():
     try:
         assert strategies.known_options("old_updater") == ("k",)
         built = strategies.create("old_updater", StrategyContext(options={"k": 1}))
-        assert isinstance(built, strategies.Strategy) and built.learns_online and built.name == "old_updater"
+        assert isinstance(built, strategies.Strategy) and strategies.learns_online("old_updater", {})
+        assert built.name == "old_updater"
         assert built.learn("t1") == {} and built.learn("t2", None, None, 3) == {}
         assert built.inner.seen == ("t1", "t2") and built.for_trial(0) is built
         current = strategies.create("none", StrategyContext())  # a strategy of today is not wrapped

@@ -87,7 +87,7 @@ def test_validate_options_hook_accepts_the_shipped_defaults_and_checks_types():
         strategies.validate_options("core_retrieval", {"rerank_each_step": "yes"})
     with pytest.raises(ValueError, match="core_support"):
         strategies.validate_options("core_retrieval", {"core_support": 0})
-    with pytest.raises(ValueError, match="curator_kwargs must be a mapping"):
+    with pytest.raises(ValueError, match="curator_kwargs='t=0' must be a mapping"):
         strategies.validate_options("ace_online", {"curator_kwargs": "t=0"})
 
 
@@ -109,8 +109,8 @@ def test_plugin_option_is_set_the_documented_way(readme_plugin, runs_dir):
 
 
 @pytest.mark.parametrize("override, expected", [
-    ("strategy.options.kk=3", "strategy 'first_k': unknown option(s) ['kk']; known: ['k']"),  # from known_options
-    ("strategy.options.k=0", "first_k: option k must be a positive integer, got 0"),  # its own hook
+    ("strategy.options.kk=3", "strategy 'first_k': unknown option(s) ['kk']; known: ['k']"),  # its options' names
+    ("strategy.options.k=0", "strategy 'first_k': option k must be a positive integer, got 0"),  # their bounds
 ])
 def test_plugin_option_mistakes_exit_2(readme_plugin, override, expected, runs_dir):
     proc = run_cli("model=oracle", "strategy=first_k", override, f"memory={SAMPLE_MEMORY}", "run_name=bad",

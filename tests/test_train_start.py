@@ -96,9 +96,11 @@ def test_dynamic_cheatsheet_starts_both_variants_from_the_train_cheatsheet(train
 
 def test_make_plan_sizes_the_block_each_learner_starts_from(train_artifacts):
     for learner in ("dynamic_cheatsheet", "awm_online"):
-        cls = strategies.strategy_class(learner)
-        started = cls.plan_estimate(str(train_artifacts[learner]), len, {})
-        assert started.block_tokens > cls.plan_estimate(None, len, {}).block_tokens and "train" in started.note
+        declared = strategies.declaration(learner)
+        opts = declared.parse(learner, {})
+        started = declared.plan(str(train_artifacts[learner]), len, opts)
+        assert started is not None and "train" in started.note
+        assert started.block_tokens > declared.plan(None, len, opts).block_tokens
 
 
 def test_awm_online_keeps_its_train_workflows_and_grows_after_them():

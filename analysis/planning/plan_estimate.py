@@ -49,13 +49,14 @@ def family(benchmark: str) -> str:
 
 def memory_block_tokens(strategy: str, memory: Optional[str], model: str, options: dict[str, Any]) -> tuple[float, str]:
     """Tokens of the block the strategy delivers at a step, and what the figure stands for: the strategy's own
-    declaration (`plan_estimate`, strategies/plan_block.py), counted from the artifact with its own rendering."""
-    from strategies import strategy_class
+    declaration (its `plan`, strategies/plan_block.py), counted from the artifact with its own rendering."""
     from memory_kit.budget import token_counter
     from strategies.plan_block import full_block
+    from strategies import declaration, typed_options
 
     count = token_counter(model)
-    estimate = strategy_class(strategy).plan_estimate(memory, count, dict(options)) or full_block(memory, count)
+    plan = declaration(strategy).plan
+    estimate = plan(memory, count, typed_options(strategy, options)) or full_block(memory, count)
     return float(estimate.block_tokens), estimate.note
 
 

@@ -1,6 +1,6 @@
 """Where a job's episodes run: a thread pool in this process (default), one Ray task per episode
 (harness/runner/ray_executor.py), or, for an online learner, its learning streams (harness/runner/streams.py):
-one per trial, side by side, each in order, when the strategy declares `trial_streams`; else one stream, in order.
+one per trial, side by side, each in order, when its declaration says `trial_streams`; else one stream, in order.
 
 The runner hands an executor the (task, trial) pairs to run, the job's `EpisodeRunner`
 (harness/runner/episode.py), the budget (which decides in this process which episode may start) and `after`,
@@ -33,9 +33,9 @@ def create(job: Job, strategy: Strategy, served: dict[str, Any]) -> "Executor":
     """The job's executor: `executor.name` for a strategy that does not learn during the run; an online learner's
     streams otherwise (on Ray too when its trial views can travel to a worker)."""
     concurrency = job.settings.concurrency
-    if not strategy.learns_online:
+    if not job.capabilities.learns_online:
         return RayExecutor(job, served) if job.executor == "ray" else ThreadsExecutor(concurrency)
-    if not strategy.trial_streams:  # one learning stream: every update must see all the episodes before it
+    if not job.capabilities.trial_streams:  # one learning stream: every update must see all the episodes before it
         if job.executor == "ray" or concurrency > 1:
             print(f"memdeliv: strategy {job.strategy_name} learns online in one stream: each update must see the "
                   "episodes before it, so this job runs its episodes one at a time, in order, in this process",
@@ -49,7 +49,7 @@ def create(job: Job, strategy: Strategy, served: dict[str, Any]) -> "Executor":
 
 
 def _travels(strategy: Strategy) -> bool:
-    if strategy.stream_state(0) is not None:  # its streams travel as data (harness/runner/stream_state.py)
+    if strategy.state is not None:  # its streams travel as data (harness/runner/stream_state.py)
         return True
     try:
         pickle.dumps(strategy.for_trial(0))

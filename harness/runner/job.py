@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import strategies
-from strategies.frame import Frame, frame_of
+from strategies.frame import Frame
 from harness import benchmarks
 from harness.assembly.job_config import options_for, variant_suffix
 from harness.assembly.options import DEFAULTS as ASSEMBLY_DEFAULTS, AssemblyOptions
@@ -126,7 +126,7 @@ class Job:
     @property
     def frame(self) -> Optional[Frame]:
         """The frame its strategy's memory block carries (strategies/frame.py); None: it declares none."""
-        return frame_of(strategies.strategy_class(self.strategy_name), self.strategy_options())
+        return strategies.delivered_frame(self.strategy_name, self.strategy_options())
 
     @cached_property
     def row_fields(self) -> dict[str, Any]:

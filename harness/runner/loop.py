@@ -36,7 +36,6 @@ from harness.runner.reflect_and_retry import Learn, learner
 from harness.serving.faults import ProviderUnusable
 from harness.serving.models import ModelSpec, open_model
 from harness.settings import JobSettings, plain
-from strategies import Strategy
 from harness.store import RunStore
 from harness.store.joblock import job_lock
 
@@ -66,11 +65,10 @@ def _run_job(job: Job, config: dict[str, Any], model: ModelSpec, store: RunStore
     if rows.dropped["duplicates"]:
         print(f"memdeliv: {key}: {rows.dropped['duplicates']} duplicate record(s) ignored (the last one of each "
               "counts)", file=sys.stderr)
-    check_declared(job, strategy)
     todo = [(task, trial) for trial in range(job.trials) for task in job.task_order(tasks, trial)
             if (str(task.id), trial) not in rows.done]
     total = len(tasks) * job.trials
-    online = bool(strategy.learns_online)
+    online = job.capabilities.learns_online
     # labels (reward, success, evaluator report, gold) reach an online learner only when it is allowed them
     labels = job.capabilities.uses_ground_truth
     states = StreamStates(strategy, store, job.slug) if online else None
@@ -124,17 +122,6 @@ def _run_job(job: Job, config: dict[str, Any], model: ModelSpec, store: RunStore
         bench.close()  # e.g. AppWorld's engine workers: never left running
     return close_job(job, store, rows, model, tally, pool.name, budget, ran, len(tasks), time.perf_counter() - began,
                      online, stop)
-
-
-def check_declared(job: Job, strategy: Strategy) -> None:
-    """The built strategy learns as its class declared for these options: the job's trials and task orders were
-    derived from the declaration."""
-    built = (bool(strategy.learns_online), bool(strategy.learns_online and strategy.trial_streams))
-    declared = (job.capabilities.learns_online, job.capabilities.learns_online and job.capabilities.trial_streams)
-    if job.orders > 1 and built != declared:
-        raise StrategyError(job.strategy_name, "build", ValueError(
-            f"built with learns_online={built[0]}, trial_streams={built[1]}, but its class declares {declared} for "
-            "these options (learns_online_with, trial_streams): benchmark.orders needs the declaration to hold"))
 
 
 @contextmanager

@@ -1,13 +1,11 @@
 """Resuming an online learner: no update lost between a record and the update it feeds.
 
-The runner applies an episode's update (with `trajectory.episode` set to the episode's key) before it writes
-the episode's record, so a crash between the two re-runs the episode and the learner skips the key it already
-applied. A learner that commits the keys it applied together with its memory (ACE online writes them into the
-same atomic playbook file) returns them from `applied_episodes()`. On resume, every recorded episode the
-learner has not applied (an update skipped because its provider was down, or a run made before this order) is
-replayed from its stored trajectory (`learn` with no rerun or gold), in record order, before new episodes run.
-A learner that keeps its streams as data has its applied keys committed with the run
-(harness/runner/stream_state.py); learners that keep neither are left as they are.
+The runner applies an episode's update (with `trajectory.episode` set to the episode's key) and commits the
+stream with the keys it applied (harness/runner/stream_state.py) before it writes the episode's record. On
+resume, every recorded episode whose update is not committed (an update skipped because its provider was down,
+or a run written before its learner kept its stream with the run) is replayed from its stored trajectory
+(`learn` with no rerun or gold), in record order, before new episodes run. A learner that keeps no stream as
+data is left as it is.
 """
 
 from __future__ import annotations
@@ -34,9 +32,7 @@ def reapply_online_updates(strategy: Strategy, bench: Benchmark, run_dir: Path, 
                            ground_truth: bool = False, states: Optional[StreamStates] = None) -> int:
     """Replays go to the episode's own stream (its key carries the trial), with labels only when allowed; a
     learner whose streams are committed with the run (`states`) commits each replayed update too."""
-    applied = strategy.applied_episodes()
-    if applied is None and states is not None:
-        applied = states.applied()
+    applied = states.applied() if states is not None else None
     if applied is None:
         return 0
     pending = [r for r in records if r.get("error") != INFRA and r.get("trajectory")

@@ -205,15 +205,16 @@ class RayEpisodes:
 
     def __call__(self, task: Task, trial: int, rerun: int = 0) -> Outcome:
         submitted = now_iso()
-        state = self.strategy.stream_state(trial)  # a stream kept as data travels as data, else as its view
+        kept = self.strategy.state  # a stream kept as data travels as data, else as its view
+        state = kept.snapshot(trial) if kept is not None else None
         view = None if state is not None else pickle.dumps(self.strategy.for_trial(trial))
         ref = self.remote.submit(task, trial, rerun, view=view, state=state)
         with self._lock:
             self._pending.add(ref)
         try:
             outcome = self.remote.collect(ref, self.episodes, task, trial, submitted)
-            if outcome.stream_state is not None:  # what the worker's deliver changed (retrieval synthesis)
-                self.strategy.restore_stream(trial, outcome.stream_state)
+            if outcome.stream_state is not None and kept is not None:  # what the worker's deliver changed
+                kept.restore(trial, outcome.stream_state)  # (retrieval synthesis)
             return replace(outcome, stream_state=None)
         finally:
             with self._lock:
@@ -251,22 +252,23 @@ def worker_setup() -> None:
 def _episode_in_worker(job: RayJob, task_blob: bytes, trial: int, rerun: int = 0,
                        view_blob: Optional[bytes] = None, state: Optional[dict[str, Any]] = None) -> Outcome:
     """view_blob: an online learner's trial view, pickled on the driver; state: its stream as data
-    (Strategy.stream_state), set on this worker's own strategy and sent back after the episode."""
+    (Strategy.state), set on this worker's own strategy and sent back after the episode."""
     worker_setup()
     task = pickle.loads(task_blob)
     view = pickle.loads(view_blob) if view_blob is not None else None
     token, episodes = _context.get("job", (None, None))
     if token != job.token:
         episodes = _build_in_worker(job)
-    if state is not None:
-        episodes.strategy.restore_stream(trial, state)
+    kept = episodes.strategy.state
+    if state is not None and kept is not None:
+        kept.restore(trial, state)
         view = episodes.strategy.for_trial(trial)
     # a stop (bad key / unknown model) travels as data; the driver stops the job
     outcome = episodes(task, trial, rerun=rerun, view=view)
     if view is None:  # the trajectory object: only online learners (their streams send a view) need it
         outcome = replace(outcome, trajectory=None)
-    if state is not None:
-        outcome = replace(outcome, stream_state=episodes.strategy.stream_state(trial))
+    if state is not None and kept is not None:
+        outcome = replace(outcome, stream_state=kept.snapshot(trial))
     if outcome.row is None or not outcome.row.get("trajectory"):
         return outcome
     path = episodes.root / outcome.row["trajectory"]

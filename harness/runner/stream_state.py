@@ -1,13 +1,12 @@
 """An online learner's streams belong to the run: one mechanism for every learner that keeps its stream as data
-(`Strategy.stream_state` / `restore_stream`: reasoning_bank, dynamic_cheatsheet, awm_online, a plugin).
+(`Strategy.state`, snapshot / restore: ace_online, reasoning_bank, dynamic_cheatsheet, awm_online, a plugin).
 
 After each update (applied or lost) the stream's state and the episode keys it has applied are written with the
 run (RunStore.write_stream_state), with the state before it, ahead of the episode's row. A resumed run restores every
 stream to its last committed state whose episode has its row (a kill between an update's commit and its row rolls
 that one update back, so the re-run episode sees what it saw the first time and learns once), and replays
 (harness/runner/online_replay.py) a recorded episode whose key is not applied. The same
-state travels with an episode to a Ray worker and back (harness/runner/ray_executor.py). ACE online commits its
-playbook and applied keys in its own files (strategies/ace/online.py) and keeps no state here.
+state travels with an episode to a Ray worker and back (harness/runner/ray_executor.py).
 """
 
 from __future__ import annotations
@@ -21,8 +20,8 @@ from strategies import Strategy
 
 class StreamStates:
     def __init__(self, strategy: Strategy, store: RunStore, job_slug: str):
-        self.strategy, self.store, self.slug = strategy, store, job_slug
-        self.kept = strategy.stream_state(0) is not None
+        self.state, self.store, self.slug = strategy.state, store, job_slug
+        self.kept = self.state is not None
         self.docs: dict[int, dict[str, Any]] = store.read_stream_states(job_slug) if self.kept else {}
         self._lock = threading.Lock()
 
@@ -32,8 +31,8 @@ class StreamStates:
         for trial, doc in sorted(self.docs.items()):
             if doc["applied"] and doc["applied"][-1] not in recorded:  # updated, then killed before its row
                 doc = self.docs[trial] = {"applied": doc["applied"][:-1], "state": doc["previous"], "previous": None}
-            if doc["state"] is not None:  # None: the stream as it starts
-                self.strategy.restore_stream(trial, doc["state"])
+            if doc["state"] is not None and self.state is not None:  # None: the stream as it starts
+                self.state.restore(trial, doc["state"])
         return len(self.docs)
 
     def applied(self) -> Optional[frozenset[str]]:
@@ -45,9 +44,9 @@ class StreamStates:
 
     def commit(self, trial: int, key: str) -> None:
         """Stream `trial` as it stands after the update of episode `key`."""
-        if not self.kept:
+        if self.state is None:
             return
-        state = self.strategy.stream_state(trial)
+        state = self.state.snapshot(trial)
         with self._lock:
             last = self.docs.get(trial, {"applied": [], "state": None})
             doc = {"applied": [*last["applied"], key], "state": state, "previous": last["state"]}

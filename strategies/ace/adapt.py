@@ -17,6 +17,7 @@ from strategies.ace.playbook import SECTION_SETS, Playbook
 from strategies.ace.pruning import EmbeddingCache, deduplicate, enforce_budget
 from strategies.ace.roles import Reflection, cited_ids, curate, reflect, render_trajectory
 from strategies.base import Trajectory
+from strategies.options import option
 
 DEFAULT_TOKEN_BUDGET = 80_000  # the ACE reference's default (stated in its prompt; enforced only on request)
 DEFAULT_DEDUP_THRESHOLD = 0.90  # the reference's bulletpoint analyzer threshold (opt-in there too)
@@ -25,19 +26,29 @@ EXTENDED_MAX_OPERATIONS = 10  # our cap per update in extended mode (the referen
 MODES = ("paper", "extended")
 
 
-@dataclass
+def mode_field() -> Any:
+    return option("paper", choices=MODES)
+
+
+def token_budget_field() -> Any:
+    """The playbook's size cap: the reference's token_budget (not budget_tokens, which caps each delivery)."""
+    return option(DEFAULT_TOKEN_BUDGET, min=1, renamed_from="token_budget", source="ace-agent/ace: token_budget=80000")
+
+
+@dataclass(frozen=True)
 class AceSettings:
     """`mode: paper` runs ACE as its reference code does; `extended` turns on our three extensions at once.
     Each extension also has its own option; `None` there means "as the mode says"."""
 
-    mode: str = "paper"
+    mode: str = mode_field()
     update_remove: bool | None = None  # Curator UPDATE / REMOVE (reference: ADD only)
     dedup: bool | None = None  # embedding de-duplication (reference: opt-in analyzer, off)
     enforce_budget: bool | None = None  # drop bullets over the budget below (reference: only stated in the prompt)
-    playbook_token_budget: int | None = DEFAULT_TOKEN_BUDGET  # the reference's token_budget (not budget_tokens)
+    playbook_token_budget: int | None = token_budget_field()
     dedup_threshold: float | None = DEFAULT_DEDUP_THRESHOLD  # None also turns de-duplication off
     allow_ground_truth: bool = False  # show the Reflector the reward, the evaluator's report and the gold solution
-    reflection_rounds: int = DEFAULT_REFLECTION_ROUNDS  # offline: reflect -> re-run a failed episode, at most N
+    # offline: reflect -> re-run a failed episode, at most N
+    reflection_rounds: int = option(DEFAULT_REFLECTION_ROUNDS, min=0, source="ace-agent/ace: max_num_rounds=3")
     retry_without_ground_truth: bool = False  # re-run failed episodes even when labels are not allowed
     cite: bool = True  # ask the Generator to cite bullet ids (and read them back)
     max_trajectory_chars: int = 24_000
@@ -108,11 +119,6 @@ class AceSettings:
         if self.allow_ground_truth or self.retry_without_ground_truth:
             return self.reflection_rounds
         return 0
-
-    @classmethod
-    def from_options(cls, options: dict[str, Any]) -> "AceSettings":
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in options.items() if k in known})
 
 
 @dataclass

@@ -1,24 +1,51 @@
 """`ace_online`: the ACE playbook learns after every finished episode (Reflector + Curator), one learning
-stream per trial. The frozen `ace` and the option checks are in strategies/ace/strategy.py."""
+stream per trial. The frozen `ace` is in strategies/ace/strategy.py."""
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from strategies.ace.adapt import AceSettings, Adapter, UpdateReport
-from strategies.ace.llm import JsonLLM
-from strategies.ace.playbook import Playbook, load_playbook
+from strategies.ace.llm import JSON_MODES, JsonLLM
+from strategies.ace.playbook import Bullet, Playbook
 from strategies.ace.pruning import EmbeddingCache
-from strategies.ace.strategy import LATEST, ONLINE_OPTIONS, RENAMED, SNAPSHOTS, AcePlaybook, check_options, now_utc
-from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory, trial_of
+from strategies.ace.strategy import FRAME, HISTORY, LATEST, SNAPSHOTS, AcePlaybook, now_utc
+from strategies.base import Delivery, StepView, StrategyBase, StreamState, TaskView, Trajectory, trial_of
 from memory_kit.budget import token_counter
+from strategies.declaration import Declaration, always
 from memory_kit.memory_file import learned_from
 from strategies.ace.strategy import read_playbook_or_guidelines
-from strategies.plan_block import PlanEstimate, full_block
+from strategies.options import budget_field, option
+from memory_kit.stream_data import guideline_data, guidelines_of
+from foundation.atomic import write_text_atomic
+from strategies.plan_block import full_block
 from strategies.registry import StrategyContext
+
+
+@dataclass(frozen=True)
+class AceOnlineOptions(AceSettings):
+    """Every playbook setting (strategies/ace/adapt.py), where the starting playbook comes from (null: the run's
+    memory=, or none), the per-delivery cap, and each role's model (null: the run's), kwargs and key."""
+
+    playbook: str | None = None
+    budget_tokens: int | None = budget_field()
+    reflector_model: str | None = None
+    reflector_kwargs: dict[str, Any] | None = None
+    reflector_api_key_env: str | None = None
+    curator_model: str | None = None
+    curator_kwargs: dict[str, Any] | None = None
+    curator_api_key_env: str | None = None
+    json_mode: str = option("schema", choices=JSON_MODES)
+    embedder: str = "minilm"  # de-duplication's (only when dedup is on)
+
+
+def learns_from_labels(opts: AceOnlineOptions) -> bool:
+    """Labels are learned from when allowed, or when the verdict decides re-runs."""
+    return opts.allow_ground_truth or (opts.retry_without_ground_truth and opts.reflection_rounds > 0)
 
 
 class AceOnline(AcePlaybook):
@@ -26,18 +53,21 @@ class AceOnline(AcePlaybook):
 
     Each trial is its own learning stream (so Pass^k trials stay independent): every stream starts from the
     same initial playbook and learns from its own episodes only, in the runner's fixed task order, so the runner
-    runs the streams side by side (`trial_streams`; each stream's updates one at a time, under its lock). Stream 0
-    lives in `<artifacts_dir>/`, stream t > 0 in `<artifacts_dir>/trial_<t>/`: every update writes a full
-    snapshot `snapshots/playbook_NNNN.jsonl` there, and `playbook.jsonl` is always that stream's latest (with
-    `_meta.learned_from`), from which a resumed run continues. All streams append to one
-    `<artifacts_dir>/history.jsonl` (field `stream`).
+    runs the streams side by side (its declaration's `trial_streams`; each stream's updates one at a time, under
+    its lock). Stream 0 lives in `<artifacts_dir>/`, stream t > 0 in `<artifacts_dir>/trial_<t>/`: every
+    update writes a full snapshot `snapshots/playbook_NNNN.jsonl` there, and `playbook.jsonl` is always that
+    stream's latest (with `_meta.learned_from`). All streams append to one `<artifacts_dir>/history.jsonl`
+    (field `stream`). A stream is also data (`state`: its playbook, applied episodes, updates and re-run
+    deliveries), which the harness commits with the run after each update and restores on resume
+    (harness/runner/stream_state.py), and which travels with an episode to a Ray worker and back, as every
+    online learner's stream does.
     """
 
     name = "ace_online"
-    option_names = ONLINE_OPTIONS
-    known_options = tuple(sorted(ONLINE_OPTIONS | set(RENAMED)))
-    learns_online = True
-    trial_streams = True
+    # the playbook's guidelines, as plain bullets, for the plan (an upper bound)
+    declaration = Declaration(options=AceOnlineOptions, online=always, trial_streams=True,
+                              ground_truth=learns_from_labels, frame=FRAME,
+                              plan=lambda memory, count, opts: full_block(memory, count))
 
     def __init__(self, playbook: Playbook, *, adapter: Adapter, learned_from: dict[str, Any] | None = None,
                  token_model: str | None = None, **kwargs: Any):
@@ -49,11 +79,8 @@ class AceOnline(AcePlaybook):
         self.initial = self._playbook  # every stream starts here (after the budget, as loaded)
         self.learned_from = learned_from  # the job's benchmark, split, model, labels: each stream adds its tasks
         self.streams: dict[int, _Stream] = {}
-        stored = sorted(int(d.name[len(STREAM_DIR):]) for d in self.artifacts_dir.glob(f"{STREAM_DIR}*")
-                        if (d / LATEST).is_file() and d.name[len(STREAM_DIR):].isdigit()) if self.artifacts_dir else []
-        for trial in [0, *stored]:  # a resumed job knows every stream's applied episodes before it replays any
-            self._stream(trial)
-        self.updates = sum(stream.updates for stream in self.streams.values())  # all streams, this job so far
+        self._reconciled: set[int] = set()  # streams whose history this process has reconciled (see _save)
+        self._stream(0)
 
     # --- streams -------------------------------------------------------------------------------
     def _stream(self, trial: int) -> "_Stream":
@@ -66,12 +93,9 @@ class AceOnline(AcePlaybook):
     def _open(self, trial: int) -> "_Stream":
         folder = None if self.artifacts_dir is None else (
             self.artifacts_dir if trial == 0 else self.artifacts_dir / f"{STREAM_DIR}{trial}")
-        if folder is not None and (folder / LATEST).is_file():  # resuming: the stream continues its own playbook
-            playbook, meta = load_playbook(folder / LATEST)
-            applied = set(meta.get("applied") or ())
-            updates = meta["updates"] if isinstance(meta.get("updates"), int) else len(applied)
-            return _Stream(trial, folder, playbook, self._fit(playbook), applied, updates)
         stream = _Stream(trial, folder, self.initial, self._fit(self.initial), set(), 0)
+        if folder is not None and (folder / LATEST).is_file():  # a resumed run: the harness restores the stream
+            return stream
         self._save(UpdateReport(task_id="", reward=0.0, success=False, bullets=len(self.initial),
                                 tokens=self.count_tokens(self.initial.render(self.settings.cite))), event="start",
                    stream=stream)
@@ -95,15 +119,37 @@ class AceOnline(AcePlaybook):
         return self._stream(0).playbook
 
     @property
-    def applied(self) -> set[str]:
-        """Every stream's applied episode keys (each stream's read under its lock: streams learn side by side)."""
-        with self._streams_lock:
-            streams = list(self.streams.values())
-        applied: set[str] = set()
-        for stream in streams:
-            with stream.lock:
-                applied |= stream.applied
-        return applied
+    def state(self) -> "StreamState":
+        return self  # its streams as data: snapshot / restore
+
+    def snapshot(self, trial: int) -> dict[str, Any]:
+        """Stream `trial` as data. Read under the delivery lock, never the stream's: a re-run sent to a Ray worker
+        from inside an update asks for it."""
+        stream = self._stream(trial)
+        with self._lock:
+            return {"playbook": stream.playbook.to_rows(), "next_id": stream.playbook.next_id,
+                    "applied": sorted(stream.applied), "updates": stream.updates,
+                    "retry": {key: {"text": d.text, "guidelines": guideline_data(d.guidelines)}
+                              for key, d in stream.retry.items()}}
+
+    def restore(self, trial: int, state: Mapping[str, Any]) -> None:
+        """Set stream `trial` to `state` (a resume, a Ray worker); its latest file says so. The same state again (a
+        Ray episode coming back) changes nothing."""
+        stream = self._stream(trial)
+        playbook = Playbook([Bullet(**row) for row in state["playbook"]], int(state["next_id"]))
+        with self._lock:
+            same = (stream.updates, sorted(stream.applied), stream.playbook) == \
+                (state["updates"], list(state["applied"]), playbook)
+        if same:
+            return
+        delivery = self._fit(playbook)
+        with self._lock:
+            stream.playbook, stream.delivery, stream.applied = playbook, delivery, set(state["applied"])
+            self.updates += int(state["updates"]) - stream.updates
+            stream.updates = int(state["updates"])
+            stream.retry = {key: Delivery(tuple(guidelines_of(d["guidelines"])), d["text"])
+                            for key, d in state["retry"].items()}
+        self._save(None, event="restore", stream=stream)
 
     def build(self, trajectories: Any) -> None:
         """Offline from stored episodes: the same update, once per trajectory, in the order given."""
@@ -143,9 +189,9 @@ class AceOnline(AcePlaybook):
             with self._lock:
                 stream.playbook, stream.delivery = playbook, delivery
                 self.updates += 1  # over every stream: streams learn side by side
-            stream.updates += 1
-            if trajectory.episode is not None:
-                stream.applied.add(trajectory.episode)
+                stream.updates += 1
+                if trajectory.episode is not None:
+                    stream.applied.add(trajectory.episode)
             self._save(report, event="update", episode=trajectory.episode, stream=stream)
             return {"update_lost": report.lost}
 
@@ -153,11 +199,6 @@ class AceOnline(AcePlaybook):
     def ground_truth(self) -> bool | None:
         """Labels reach this playbook when this learner is allowed them or its starting playbook had them."""
         return True if self.settings.allow_ground_truth else super().ground_truth
-
-    def applied_episodes(self) -> frozenset[str]:
-        """Runner hook (harness/runner/online_replay.py): episodes whose update is committed, to replay the
-        missing ones."""
-        return frozenset(self.applied)
 
     def stream_learned_from(self, stream: "_Stream") -> dict[str, Any] | None:
         """`_meta.learned_from` of one stream's playbook: the job's facts, the tasks this stream learned from,
@@ -168,8 +209,9 @@ class AceOnline(AcePlaybook):
         out = learned_from(**{**self.learned_from, "task_ids": tasks}, trial=stream.trial)
         return {**out, "started_from": self.meta.get("learned_from")} if self.meta.get("learned_from") else out
 
-    def _save(self, report: UpdateReport, event: str, episode: str | None = None,
+    def _save(self, report: UpdateReport | None, event: str, episode: str | None = None,
               stream: "_Stream | None" = None) -> None:
+        """The stream's latest file (`restore`: that alone), a snapshot of it and a line of history."""
         if self.artifacts_dir is None or stream is None or stream.dir is None:
             return
         dropped = ("kind", "next_id", "applied", "updates", "learned_from")  # a starting playbook's own, not ours
@@ -179,40 +221,47 @@ class AceOnline(AcePlaybook):
                 "ground_truth": self.ground_truth, "saved_at": now_utc()}
         if (source := self.stream_learned_from(stream)) is not None:
             meta["learned_from"] = source
+        if report is None:  # a restored stream: its latest file is the committed one again
+            stream.playbook.save(stream.dir / LATEST, meta)
+            return
         snapshot = Path(SNAPSHOTS) / f"playbook_{stream.updates:04d}.jsonl"
         stream.playbook.save(stream.dir / snapshot, meta)
-        stream.playbook.save(stream.dir / LATEST, meta)  # the commit point: playbook and applied keys together
+        stream.playbook.save(stream.dir / LATEST, meta)
         with self._history_lock:
+            if event == "update":
+                self._reconcile_history(stream)
             self._write_history({"update": stream.updates, "stream": stream.trial, "at": now_utc(), "event": event,
                                  "episode": episode, **asdict(report),
                                  "snapshot": str(stream.dir.relative_to(self.artifacts_dir) / snapshot)})
 
+    def _reconcile_history(self, stream: "_Stream") -> None:
+        """Before this process's first update of a stream, drop the history lines of that stream's updates from
+        this one on: a resumed run rolled them back (their rows were never written) and now applies them again,
+        so each applied update has one line. Called under the history lock."""
+        path = None if self.artifacts_dir is None else self.artifacts_dir / HISTORY
+        if stream.trial in self._reconciled or path is None or not path.is_file():
+            return
+        self._reconciled.add(stream.trial)
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        kept = [line for line in lines if not _rolled_back(line, stream.trial, stream.updates)]
+        if len(kept) != len(lines):
+            write_text_atomic(path, "".join(kept))
+
     @classmethod
     def create(cls, ctx: StrategyContext) -> "AceOnline":
-        options = check_options(cls.name, ctx.options, cls.option_names)
-        settings = AceSettings.from_options(options)
-        source = options.get("playbook") or ctx.memory_path  # each stream resumes from its own latest file
+        settings = cls.declaration.parse(cls.name, ctx.options)
+        source = settings.playbook or ctx.memory_path  # each stream resumes from its own latest file
         if source:
             playbook, meta = read_playbook_or_guidelines(source)
             meta = {**meta, "source": str(source)}
         else:
             playbook, meta = Playbook(), {"source": None}
         count = token_counter(ctx.model)
-        adapter = Adapter(reflector=_role(options, "reflector", ctx), curator=_role(options, "curator", ctx),
+        adapter = Adapter(reflector=_role(settings, "reflector", ctx), curator=_role(settings, "curator", ctx),
                           count_tokens=count, settings=settings,
-                          embeddings=EmbeddingCache(_embedder(options)) if settings.dedup_on else None)
-        return cls(playbook, adapter=adapter, artifacts_dir=ctx.artifacts_dir, meta=meta, options=options,
+                          embeddings=EmbeddingCache(_embedder(settings)) if settings.dedup_on else None)
+        return cls(playbook, adapter=adapter, artifacts_dir=ctx.artifacts_dir, meta=meta, options=dict(ctx.options),
                    learned_from=ctx.learned_from, token_model=ctx.model)
-
-    @classmethod
-    def plan_estimate(cls, memory: str | None, count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
-        return full_block(memory, count)  # the playbook's guidelines, as plain bullets (an upper bound)
-
-    @classmethod
-    def uses_ground_truth(cls, options: dict[str, Any]) -> bool:
-        """Registry hook: labels are learned from when allowed, or when the verdict decides re-runs."""
-        s = AceSettings.from_options(options)
-        return s.allow_ground_truth or (s.retry_without_ground_truth and s.reflection_rounds > 0)
 
 
 STREAM_DIR = "trial_"
@@ -239,8 +288,6 @@ class _Stream:
 class _TrialView(StrategyBase):
     """What the episodes of one trial see: deliver() and record facts from that trial's stream."""
 
-    learns_online = True
-
     def __init__(self, owner: AceOnline, trial: int):
         self.owner, self.trial, self.name = owner, trial, owner.name
 
@@ -251,37 +298,10 @@ class _TrialView(StrategyBase):
         stream = self.owner._stream(self.trial)
         return _stream_facts(self.owner, trajectory, stream.playbook, stream.updates)
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled (an episode sent to a Ray worker), a view travels as a snapshot of its stream now."""
-        owner, stream = self.owner, self.owner._stream(self.trial)
-        with owner._lock:
-            state = {"trial": self.trial, "playbook": stream.playbook, "updates": stream.updates,
-                     "retry": dict(stream.retry), "ground_truth": owner.ground_truth}
-        return (_StreamSnapshot, (state, owner.settings, owner.token_model, owner.meta, owner.options))
 
-
-class _StreamSnapshot(AcePlaybook):
-    """A trial stream as it stood when an episode left for a Ray worker: it delivers and reports exactly what the
-    live `_TrialView` would (the driver sends a new one with every episode and re-run) and learns nothing."""
-
-    learns_online = True
-
-    def __init__(self, state: dict[str, Any], settings: AceSettings, token_model: str | None, meta: dict[str, Any],
-                 options: dict[str, Any]):
-        super().__init__(state["playbook"], settings=settings, count_tokens=token_counter(token_model), meta=meta,
-                         options=options)
-        self.name, self.trial, self.updates = AceOnline.name, state["trial"], state["updates"]
-        self._stream_retry, self._ground_truth = state["retry"], state["ground_truth"]
-
-    def deliver(self, task: TaskView, step: StepView) -> Delivery:
-        return self._stream_retry.get(_episode_key(task.task_id, self.trial), self._delivery)
-
-    @property
-    def ground_truth(self) -> bool | None:
-        return self._ground_truth
-
-    def record_facts(self, trajectory: Trajectory | None) -> dict[str, Any]:
-        return _stream_facts(self, trajectory, self.playbook, self.updates)
+def _rolled_back(line: str, trial: int, first: int) -> bool:
+    row = json.loads(line) if line.strip() else {}
+    return row.get("event") == "update" and row.get("stream") == trial and int(row.get("update", 0)) >= first
 
 
 def _stream_facts(ace: AcePlaybook, trajectory: Trajectory | None, playbook: Playbook, updates: int) -> dict[str, Any]:
@@ -290,18 +310,19 @@ def _stream_facts(ace: AcePlaybook, trajectory: Trajectory | None, playbook: Pla
     return {**ace.facts_for(trajectory, playbook), "episodes_seen": updates, "memory_size": len(playbook)}
 
 
-def _role(options: dict[str, Any], role: str, ctx: StrategyContext) -> JsonLLM:
+def _role(opts: AceOnlineOptions, role: str, ctx: StrategyContext) -> JsonLLM:
     """`<role>_model: null` = the run's own model (and its kwargs, e.g. a local server's api_base)."""
-    if not (options.get(f"{role}_model") or ctx.model):
+    reflector = role == "reflector"
+    model, kwargs, key = ((opts.reflector_model, opts.reflector_kwargs, opts.reflector_api_key_env) if reflector
+                          else (opts.curator_model, opts.curator_kwargs, opts.curator_api_key_env))
+    if not (model or ctx.model):
         raise ValueError(f"ace_online: no model for the {role}; set strategy.options.{role}_model")
-    settings = AceSettings.from_options(options)
-    client = ctx.run_client().configured(options.get(f"{role}_model"), options.get(f"{role}_kwargs"),
-                                         options.get(f"{role}_api_key_env"), max_retries=settings.role_max_retries,
-                                         retry_backoff_s=settings.role_retry_backoff_s)
-    return JsonLLM.of(client, json_mode=options.get("json_mode", "schema"))
+    client = ctx.run_client().configured(model, kwargs, key, max_retries=opts.role_max_retries,
+                                         retry_backoff_s=opts.role_retry_backoff_s)
+    return JsonLLM.of(client, json_mode=opts.json_mode)
 
 
-def _embedder(options: dict[str, Any]) -> Any:
+def _embedder(opts: AceOnlineOptions) -> Any:
     from memory_kit.embeddings import make_embedder  # lazy: the model loads only when dedup is on
 
-    return make_embedder(options.get("embedder", "minilm"))
+    return make_embedder(opts.embedder)

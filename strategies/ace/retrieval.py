@@ -21,8 +21,8 @@ embedding similarity or by an LLM ranker, keeps most of the gain for a small sha
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, fields
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -30,9 +30,10 @@ from strategies.ace.llm import JSON_MODES, JsonLLM
 from strategies.ace.playbook import Playbook, learned_with_labels
 from strategies.ace.roles import cited_steps
 from strategies.base import Delivery, Embedder, StepView, StrategyBase, TaskView, Trajectory, seen_task_text
-from memory_kit.budget import budget_option, fit_budget, token_counter
+from memory_kit.budget import fit_budget, token_counter
+from strategies.declaration import Declaration
 from strategies.ace.strategy import read_playbook_or_guidelines
-from strategies.options import check_types
+from strategies.options import budget_field, option
 from strategies.registry import StrategyContext
 from memory_kit.vector_search import rank_rows
 
@@ -44,48 +45,29 @@ RANKER_SYSTEM = ("You select the playbook bullets most useful for the task below
 
 @dataclass(frozen=True)
 class RetrievalOptions:
-    top_k: int = 5  # ace-agent/ace's retriever: the top 5 bullets
-    ranker: str = "embedding"  # embedding | llm
+    top_k: int = option(5, min=0, source="ace-agent/ace's retriever: the top 5 bullets")
+    ranker: str = option("embedding", choices=RANKERS)
     embedder: str = "minilm"  # memory_kit.embeddings.make_embedder spec
-    embed_cache: str | None = ".cache/embeddings"
-    playbook: str | None = None  # null: the run's memory= artifact (a playbook or a guideline file)
+    embed_cache: Optional[str] = ".cache/embeddings"
+    playbook: Optional[str] = None  # null: the run's memory= artifact (a playbook or a guideline file)
     cite: bool = True
-    budget_tokens: int | None = None
-    ranker_model: str | None = None  # null: the run's model
-    ranker_kwargs: dict | None = None  # null: the run's model kwargs when ranker_model is the run's, else {}
-    ranker_api_key_env: str | None = None
-    json_mode: str = "schema"
-
-    @classmethod
-    def from_options(cls, options: dict[str, Any]) -> "RetrievalOptions":
-        unknown = sorted(set(options) - {f.name for f in fields(cls)})
-        if unknown:
-            raise ValueError(f"{NAME}: unknown option(s) {unknown}; known: {sorted(f.name for f in fields(cls))}")
-        check_types(NAME, cls, options)
-        if options.get("ranker_kwargs") is not None and not isinstance(options["ranker_kwargs"], dict):
-            raise ValueError(f"{NAME}: ranker_kwargs must be a mapping or null")
-        opts = cls(**options)
-        if opts.top_k < 0:
-            raise ValueError(f"{NAME}: top_k must be >= 0, got {opts.top_k}")
-        if opts.ranker not in RANKERS:
-            raise ValueError(f"{NAME}: ranker={opts.ranker!r}; valid: {', '.join(RANKERS)}")
-        if opts.json_mode not in JSON_MODES:
-            raise ValueError(f"{NAME}: json_mode={opts.json_mode!r}; valid: {', '.join(JSON_MODES)}")
-        budget_option(NAME, options)
-        return opts
+    budget_tokens: Optional[int] = budget_field()
+    ranker_model: Optional[str] = None  # null: the run's model
+    ranker_kwargs: Optional[dict[str, Any]] = None  # null: the run's model kwargs when ranker_model is the run's
+    ranker_api_key_env: Optional[str] = None
+    json_mode: str = option("schema", choices=JSON_MODES)
 
 
 class AceRetrieval(StrategyBase):
     """Deliver the top_k bullets of a frozen playbook for each task, in ACE's format."""
 
     name = NAME
-    learns_online = False
-    known_options = tuple(f.name for f in fields(RetrievalOptions))
+    declaration = Declaration(options=RetrievalOptions)
 
     def __init__(self, playbook: Playbook, options: dict[str, Any] | None = None, *, embedder: Embedder | None = None,
                  ranker: JsonLLM | None = None, count_tokens: Callable[[str], int] | None = None,
                  meta: dict[str, Any] | None = None):
-        self.opts = RetrievalOptions.from_options(dict(options or {}))
+        self.opts: RetrievalOptions = self.declaration.parse(self.name, dict(options or {}))
         self.playbook = playbook
         self.meta = dict(meta or {})
         self.count_tokens = count_tokens or token_counter(None)
@@ -105,9 +87,6 @@ class AceRetrieval(StrategyBase):
         self._cache: dict[tuple[str, str], Delivery] = {}
 
     # --- the Strategy protocol -----------------------------------------------------------------
-    def build(self, trajectories: Any) -> None:
-        return None
-
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
         query = seen_task_text(task, step)
         if not query:
@@ -178,13 +157,8 @@ class AceRetrieval(StrategyBase):
 
     # --- construction --------------------------------------------------------------------------
     @classmethod
-    def validate_options(cls, options: dict[str, Any]) -> None:
-        """Config-check hook: names, types and ranges, before anything is written."""
-        RetrievalOptions.from_options(options)
-
-    @classmethod
     def create(cls, ctx: StrategyContext) -> "AceRetrieval":
-        opts = RetrievalOptions.from_options(dict(ctx.options))
+        opts = cls.declaration.parse(cls.name, ctx.options)
         source = opts.playbook or ctx.memory_path
         if not source:
             raise ValueError(f"strategy {NAME!r} needs a playbook: pass memory=<path> (MEMORY= in make) or "

@@ -1,5 +1,4 @@
-"""`ace`: a frozen playbook (strategies/ace/online.py: `ace_online`, the playbook learns after every episode),
-and the option checks both share.
+"""`ace`: a frozen playbook (strategies/ace/online.py: `ace_online`, the playbook learns after every episode).
 
 Both deliver the whole rendered playbook at every step (ACE's design: the Generator sees everything).
 Where the playbook comes from: option `playbook=<path>` if set, else the run's `memory=` artifact.
@@ -16,22 +15,24 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
-from strategies.ace.adapt import AceSettings
-from strategies.ace.llm import JSON_MODES
-from strategies.ace.playbook import CITE_LINE, HEADER, KIND, Playbook, artifact_kind, learned_with_labels, load_playbook
 from memory_kit.memory_file import load_memory
+from strategies.ace.adapt import AceSettings, mode_field, token_budget_field
+from strategies.ace.playbook import CITE_LINE, HEADER, KIND, Playbook, artifact_kind, learned_with_labels, load_playbook
 from strategies.plan_block import NO_ARTIFACT, PlanEstimate, artifact_items
 from strategies.ace.pruning import enforce_budget
 from strategies.ace.pruning import drop_order
 from strategies.ace.roles import cited_steps
 from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory
-from memory_kit.budget import budget_option, fit_budget, token_counter
+from memory_kit.budget import fit_budget, token_counter
+from strategies.declaration import Declaration
 from strategies.frame import Frame
-from strategies.options import check_types
+from strategies.options import budget_field
+from strategies.plan_block import Count
 from strategies.registry import StrategyContext
 
 HISTORY = "history.jsonl"
@@ -39,41 +40,34 @@ LATEST = "playbook.jsonl"
 SNAPSHOTS = "snapshots"
 
 
-ROLE_OPTIONS = {f"{role}_{key}" for role in ("reflector", "curator") for key in ("model", "kwargs", "api_key_env")}
-FROZEN_OPTIONS = {"playbook", "playbook_token_budget", "cite", "mode", "enforce_budget", "budget_tokens"}
-# renamed options: the old name fails with the new one named (ACE capped the playbook and the delivery with
-# `token_budget` and `budget_tokens`: two caps, two names that looked alike)
-RENAMED = {"token_budget": "playbook_token_budget"}
-ONLINE_OPTIONS = set(AceSettings.__dataclass_fields__) | FROZEN_OPTIONS | ROLE_OPTIONS | {"json_mode", "embedder"}
+@dataclass(frozen=True)
+class AceOptions:
+    """The frozen `ace`'s options: where its playbook comes from (null: the run's memory=), the per-delivery cap,
+    and the playbook settings that shape what it delivers (strategies/ace/adapt.py AceSettings)."""
+
+    playbook: Optional[str] = None
+    playbook_token_budget: Optional[int] = token_budget_field()
+    cite: bool = True
+    mode: str = mode_field()
+    enforce_budget: Optional[bool] = None
+    budget_tokens: Optional[int] = budget_field()
+
+    def settings(self) -> AceSettings:
+        return AceSettings(mode=self.mode, playbook_token_budget=self.playbook_token_budget, cite=self.cite,
+                           enforce_budget=self.enforce_budget)
+
+    def __post_init__(self) -> None:
+        self.settings()
 
 
-def check_options(strategy: str, options: dict[str, Any], allowed: set[str]) -> dict[str, Any]:
-    """A misspelt (or renamed) option fails loudly instead of silently running with a default."""
-    for old in sorted(set(options) & set(RENAMED)):
-        raise ValueError(f"strategy {strategy!r}: option {old} is now {RENAMED[old]} (the playbook's size cap; "
-                         "budget_tokens caps each delivery)")
-    unknown = sorted(set(options) - allowed)
-    if unknown:
-        raise ValueError(f"strategy {strategy!r}: unknown option(s) {unknown}; valid: {sorted(allowed)}")
-    return dict(options)
+def starting_playbook(memory: Optional[str], count: Count, opts: Any) -> PlanEstimate:
+    if artifact_items(memory) is None:
+        return NO_ARTIFACT
+    playbook, _ = read_playbook_or_guidelines(str(memory))
+    return PlanEstimate(float(count(playbook.render())), "ACE playbook as it starts (it grows online)")
 
 
-def validate(strategy: str, options: dict[str, Any], allowed: set[str]) -> None:
-    """Config-check hook body: names, types and ranges of the options, before anything runs."""
-    check_options(strategy, options, allowed)
-    check_types(strategy, AceSettings, options)
-    for key in ("playbook", "embedder", *sorted(k for k in ROLE_OPTIONS if not k.endswith("kwargs"))):
-        if options.get(key) is not None and not isinstance(options[key], str):
-            raise ValueError(f"strategy {strategy!r}: option {key}={options[key]!r} must be a string or null")
-    for key in (k for k in ROLE_OPTIONS if k.endswith("kwargs")):
-        if options.get(key) is not None and not isinstance(options[key], dict):
-            raise ValueError(f"strategy {strategy!r}: option {key} must be a mapping or null")
-    if options.get("json_mode", "schema") not in JSON_MODES:
-        raise ValueError(f"strategy {strategy!r}: json_mode={options['json_mode']!r}; valid: {', '.join(JSON_MODES)}")
-    try:
-        AceSettings.from_options(options)
-    except ValueError as exc:
-        raise ValueError(f"strategy {strategy!r}: {exc}") from None
+FRAME = Frame("ace_playbook", HEADER, CITE_LINE)  # the citation line only under `cite` (the default)
 
 
 def now_utc() -> str:
@@ -84,10 +78,7 @@ class AcePlaybook(StrategyBase):
     """`ace`: deliver one frozen playbook, whole, at every step."""
 
     name = "ace"
-    option_names = FROZEN_OPTIONS  # what validate_options accepts (ace_online: its own set)
-    known_options = tuple(sorted(FROZEN_OPTIONS | set(RENAMED)))  # a renamed one reaches the hook's message
-    learns_online = False
-    frame = Frame("ace_playbook", HEADER, CITE_LINE)  # the citation line only under `cite` (the default)
+    declaration = Declaration(options=AceOptions, frame=FRAME, plan=starting_playbook)
 
     def __init__(self, playbook: Playbook, *, settings: AceSettings | None = None,
                  count_tokens: Callable[[str], int] | None = None, artifacts_dir: Path | None = None,
@@ -97,7 +88,8 @@ class AcePlaybook(StrategyBase):
         self.artifacts_dir = Path(artifacts_dir) if artifacts_dir else None
         self.meta = dict(meta or {})
         self.options = dict(options or {})
-        self.budget_tokens = budget_option(self.name, self.options)  # per delivery (playbook_token_budget: stored)
+        # per delivery (playbook_token_budget: stored)
+        self.budget_tokens = self.declaration.parse(self.name, self.options).budget_tokens
         self._lock = threading.Lock()
         self._retry: dict[str, Delivery] = {}  # task id -> playbook + reflection while that task is re-run
         self.updates = 0
@@ -109,9 +101,6 @@ class AcePlaybook(StrategyBase):
                                  "tokens": tokens, "dropped": dropped})
 
     # --- the Strategy protocol -----------------------------------------------------------------
-    def build(self, trajectories: Any) -> None:
-        return None
-
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
         with self._lock:
             retry = self._retry.get(task.task_id)
@@ -174,26 +163,15 @@ class AcePlaybook(StrategyBase):
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
     @classmethod
-    def validate_options(cls, options: dict[str, Any]) -> None:
-        validate(cls.name, options, cls.option_names)
-
-    @classmethod
-    def plan_estimate(cls, memory: str | None, count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
-        if artifact_items(memory) is None:
-            return NO_ARTIFACT
-        playbook, _ = read_playbook_or_guidelines(str(memory))
-        return PlanEstimate(float(count(playbook.render())), "ACE playbook as it starts (it grows online)")
-
-    @classmethod
     def create(cls, ctx: StrategyContext) -> "AcePlaybook":
-        options = check_options(cls.name, ctx.options, cls.option_names)
-        source = options.get("playbook") or ctx.memory_path
+        opts = cls.declaration.parse(cls.name, ctx.options)
+        source = opts.playbook or ctx.memory_path
         if not source:
             raise ValueError("strategy 'ace' needs a playbook: pass memory=<path> (MEMORY= in make) or "
                              "strategy.options.playbook=<path>; an ACE playbook or a guideline file")
         playbook, meta = read_playbook_or_guidelines(source)
-        return cls(playbook, settings=AceSettings.from_options(options), count_tokens=token_counter(ctx.model),
-                   artifacts_dir=ctx.artifacts_dir, meta={**meta, "source": str(source)}, options=options)
+        return cls(playbook, settings=opts.settings(), count_tokens=token_counter(ctx.model),
+                   artifacts_dir=ctx.artifacts_dir, meta={**meta, "source": str(source)}, options=dict(ctx.options))
 
 
 def read_playbook_or_guidelines(path: str | Path) -> tuple[Any, dict[str, Any]]:

@@ -17,30 +17,52 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
-from strategies.awm.strategy import FRAME, INSTRUCTION, KIND, induction_prompt, parse_workflows, render_workflows
-from strategies.base import (Delivery, Gold, Guideline, Rerun, StepView, StrategyBase, TaskView, Trajectory,
-                             learner_start)
-from memory_kit.stream_data import guideline_data, guidelines_of, other_stream
-from strategies.frame import frame_option
-from memory_kit.budget import budget_option, fit_budget, token_counter
+from memory_kit.budget import fit_budget, token_counter
 from memory_kit.experiences import condense
-from strategies.plan_block import PlanEstimate
 from memory_kit.judge import JUDGE_SYSTEM, JUDGE_TEMPERATURE, parse_status, user_turn
-from strategies.registry import StrategyContext
 from memory_kit.start_artifact import load_start
+from memory_kit.stream_data import guideline_data, guidelines_of, other_stream
+from strategies.awm.strategy import FRAME, INSTRUCTION, KIND, induction_prompt, parse_workflows, render_workflows
+from strategies.base import (Delivery, Gold, Guideline, Rerun, StepView, StrategyBase, StreamState, TaskView,
+                             Trajectory, learner_start)
+from strategies.declaration import Declaration, always
+from strategies.options import BlockOptions, option
+from strategies.plan_block import Count, PlanEstimate
 from memory_kit.role_llm import RoleLLM
+from strategies.registry import StrategyContext
 
 ONLINE_TEMPERATURE, ONLINE_MAX_TOKENS = 1.0, 2048  # webarena/induce_prompt.py llm_generate
+
+
+@dataclass(frozen=True)
+class AwmOnlineOptions(BlockOptions):
+    model: Optional[str] = option(None, means="a model string or null")  # judge and inducer; null: the run's model
+
+    def __post_init__(self) -> None:
+        if self.model == "":
+            raise ValueError("option model must be a model string or null, got ''")
+
+
+def starts_from_workflows(path: Optional[str]) -> None:
+    load_start(path, KIND, "awm_online", "make awm")
+
+
+def induced_online(memory: Optional[str], count: Count, opts: Any) -> PlanEstimate:
+    start, _ = load_start(memory, KIND, "awm_online", "make awm")
+    if start:
+        return PlanEstimate(float(count(render_workflows(start))), "the train workflows it starts from (it grows "
+                            "online; its judge and induction calls are not in this estimate)",
+                            {"awm_judge": 1.0, "awm_induction": 1.0})
+    return PlanEstimate(0.0, "no workflows at first (they are induced online; its judge and induction calls are "
+                        "not in this estimate)", {"awm_judge": 1.0, "awm_induction": 1.0})
 
 
 @dataclass
 class AwmOnline(StrategyBase):
     name: str = "awm_online"
-    known_options = ("model", "budget_tokens", "frame")
-    frame = FRAME  # awm's
-    memory_entry_only = True  # memory= is not read: no workflows unless memory_by_strategy.awm_online names them
-    trial_streams = True
-    learns_online: bool = True
+    # awm's frame; learns online; memory= is not read: no workflows unless memory_by_strategy.awm_online names them
+    declaration = Declaration(options=AwmOnlineOptions, frame=FRAME, memory_entry_only=True, online=always,
+                              trial_streams=True, plan=induced_online, check_memory=starts_from_workflows)
     start: tuple[Guideline, ...] = ()  # the train workflows it starts from (none: the reference's empty start)
     llm: Optional[RoleLLM] = None
     count_tokens: Optional[Callable[[str], int]] = field(default=None, repr=False)
@@ -49,7 +71,7 @@ class AwmOnline(StrategyBase):
     _streams: dict[int, "AwmOnline"] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.validate_options(dict(self.options))
+        self.opts = self.typed_options()
         self.count_tokens = self.count_tokens or token_counter(None)
         self._solved: list[tuple[str, str]] = []  # (task id, condensed episode) judged successful, in stream order
         self.workflows: tuple[Guideline, ...] = ()
@@ -57,11 +79,11 @@ class AwmOnline(StrategyBase):
 
     def _fit(self) -> Delivery:
         assert self.count_tokens is not None
-        frame = self.delivered_frame(self.options) or FRAME
+        frame = self.declaration.delivered_frame(self.opts) or FRAME
         shown = (*self.start, *self.workflows)
         return fit_budget(shown, [0] * len(shown),
                           lambda kept, note: render_workflows(kept, note, frame), self.count_tokens,
-                          budget_option(self.name, self.options), noun="workflows")
+                          self.opts.budget_tokens, noun="workflows")
 
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
         with self._lock:
@@ -93,12 +115,16 @@ class AwmOnline(StrategyBase):
     def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
         return learner_start(bool(self.start))
 
-    def stream_state(self, trial: int) -> dict[str, Any]:
+    @property
+    def state(self) -> "StreamState":
+        return self  # its streams as data: snapshot / restore
+
+    def snapshot(self, trial: int) -> dict[str, Any]:
         stream = self.for_trial(trial)
         with stream._lock:
             return {"solved": [list(pair) for pair in stream._solved], "workflows": guideline_data(stream.workflows)}
 
-    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
+    def restore(self, trial: int, state: Mapping[str, Any]) -> None:
         stream = self.for_trial(trial)
         with stream._lock:
             stream._solved = [(str(task_id), str(line)) for task_id, line in state["solved"]]
@@ -115,33 +141,8 @@ class AwmOnline(StrategyBase):
             return self._streams[trial]
 
     @classmethod
-    def validate_options(cls, options: dict[str, Any]) -> None:
-        unknown = set(options) - set(cls.known_options)
-        if unknown:
-            raise ValueError(f"awm_online: unknown option(s) {sorted(unknown)}")
-        model = options.get("model")
-        if model is not None and not (isinstance(model, str) and model):
-            raise ValueError(f"awm_online: option 'model' must be a model string or null, got {model!r}")
-        budget_option(cls.name, options)
-        frame_option(cls.name, options)
-
-    @classmethod
-    def check_memory(cls, path: Optional[str]) -> None:
-        load_start(path, KIND, cls.name, "make awm")
-
-    @classmethod
-    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
-        start, _ = load_start(memory, KIND, cls.name, "make awm")
-        if start:
-            return PlanEstimate(float(count(render_workflows(start))), "the train workflows it starts from (it grows "
-                                "online; its judge and induction calls are not in this estimate)",
-                                {"awm_judge": 1.0, "awm_induction": 1.0})
-        return PlanEstimate(0.0, "no workflows at first (they are induced online; its judge and induction calls are "
-                            "not in this estimate)", {"awm_judge": 1.0, "awm_induction": 1.0})
-
-    @classmethod
     def create(cls, ctx: StrategyContext) -> "AwmOnline":
-        model = ctx.options.get("model")
+        model = cls.declaration.parse(cls.name, ctx.options).model
         start, _ = load_start(ctx.memory_path, KIND, cls.name, "make awm")
         return cls(options=dict(ctx.options), start=tuple(start), count_tokens=token_counter(ctx.model),
                    llm=RoleLLM.role(ctx.run_client(), model))

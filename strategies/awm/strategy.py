@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from strategies.base import Delivery, Guideline, StepView, StrategyBase, TaskView
-from memory_kit.budget import budget_option, fit_budget, token_counter
-from strategies.frame import Frame, chosen, frame_option
+from memory_kit.budget import fit_budget, token_counter
+from strategies.declaration import Declaration
+from strategies.frame import Frame
+from strategies.options import BlockOptions
 from strategies.registry import StrategyContext
 
 KIND = "workflows"
@@ -79,29 +81,19 @@ def render_workflows(items: Sequence[Guideline], note: str = "", frame: Frame = 
 @dataclass
 class AgentWorkflowMemory(StrategyBase):
     name: str = "awm"
-    known_options = ("budget_tokens", "frame")
-    frame = FRAME
+    declaration = Declaration(options=BlockOptions, frame=FRAME, check_memory=lambda path: check_workflows(path))
     workflows: tuple[Guideline, ...] = ()
     count_tokens: Optional[Callable[[str], int]] = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        frame = chosen(self.frame, self.options, self.name)
+        opts = self.typed_options()
+        frame = self.declaration.delivered_frame(opts) or FRAME
         self._delivery = fit_budget(self.workflows, [0] * len(self.workflows),
                                     lambda kept, note: render_workflows(kept, note, frame),
-                                    self.count_tokens or token_counter(None), budget_option(self.name, self.options),
-                                    noun="workflows")
+                                    self.count_tokens or token_counter(None), opts.budget_tokens, noun="workflows")
 
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
         return self._delivery
-
-    @classmethod
-    def validate_options(cls, options: dict[str, Any]) -> None:
-        budget_option(cls.name, options)
-        frame_option(cls.name, options)
-
-    @classmethod
-    def check_memory(cls, path: Optional[str]) -> None:
-        load_workflows(path)
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "AgentWorkflowMemory":
@@ -120,3 +112,7 @@ def load_workflows(path: Optional[str]) -> list[Guideline]:
         raise ValueError(f"strategy 'awm' needs a workflows artifact (_meta.kind {KIND!r}); {path} is "
                          f"{meta.get('kind')!r}: build one with `make awm` (AWM= in make)")
     return items
+
+
+def check_workflows(path: Optional[str]) -> None:
+    load_workflows(path)

@@ -19,20 +19,34 @@ resemble the new task never reaches the model.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field, fields
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
 
+from memory_kit.budget import fit_budget, token_counter
+from memory_kit.selection import GuidelineIndex, SelectionOptions
 from strategies.base import (Delivery, Embedder, Guideline, StepView, StrategyBase, TaskView, render_guidelines,
                              seen_task_text)
-from memory_kit.budget import fit_budget, token_counter
-from strategies.plan_block import NO_ARTIFACT, PlanEstimate, artifact_items, median_window
+from strategies.declaration import Declaration
+from strategies.plan_block import NO_ARTIFACT, Count, PlanEstimate, artifact_items, median_window
 from strategies.registry import StrategyContext
-from memory_kit.selection import GuidelineIndex, SelectionOptions
+
+
+def core_and_top_k(memory: Optional[str], count: Count, opts: Any) -> PlanEstimate:
+    """The core plus top_k median-length guidelines of the rest."""
+    items = artifact_items(memory)
+    if items is None:
+        return NO_ARTIFACT
+    kept = [g for g in items if g.support >= opts.min_support]
+    core = [g for g in kept if g.support >= opts.core_support]
+    pool = [g for g in kept if g.support < opts.core_support]
+    picked = median_window(pool, opts.top_k, lambda g: len(g.text)) if pool and opts.top_k else []
+    return PlanEstimate(float(count(render_guidelines(core + picked))), f"core {len(core)} + top_k {len(picked)}")
 
 
 @dataclass
 class CoreRetrieval(StrategyBase):
     name: str = "core_retrieval"
+    declaration = Declaration(options=SelectionOptions, plan=core_and_top_k)
     guidelines: tuple[Guideline, ...] = ()
     embedder: Embedder | None = None
     count_tokens: Callable[[str], int] | None = field(default=None, repr=False)
@@ -41,7 +55,7 @@ class CoreRetrieval(StrategyBase):
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
-        self.opts = SelectionOptions.from_options(dict(self.options))
+        self.opts = self.typed_options()
         if self.embedder is None:
             from memory_kit.embeddings import make_embedder
 
@@ -73,27 +87,6 @@ class CoreRetrieval(StrategyBase):
         with self._lock:
             self._cache[key] = delivery
         return delivery
-
-    known_options = tuple(f.name for f in fields(SelectionOptions))
-
-    @classmethod
-    def validate_options(cls, options: dict[str, Any]) -> None:
-        """Config-check hook (strategies.registry.validate_options): raises ValueError on a bad option."""
-        SelectionOptions.from_options(options)
-
-    @classmethod
-    def plan_estimate(cls, memory: str | None, count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
-        """The core plus top_k median-length guidelines of the rest."""
-        items = artifact_items(memory)
-        if items is None:
-            return NO_ARTIFACT
-        core_support, min_support = int(options.get("core_support", 3)), int(options.get("min_support", 1))
-        top_k = int(options.get("top_k", 10))
-        kept = [g for g in items if g.support >= min_support]
-        core = [g for g in kept if g.support >= core_support]
-        pool = [g for g in kept if g.support < core_support]
-        picked = median_window(pool, top_k, lambda g: len(g.text)) if pool and top_k else []
-        return PlanEstimate(float(count(render_guidelines(core + picked))), f"core {len(core)} + top_k {len(picked)}")
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "CoreRetrieval":

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import re
 import threading
-from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Mapping, Optional
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional
 
-from strategies.base import Delivery, Guideline, StepView, StrategyBase, TaskView, Trajectory, learner_start
-from strategies.frame import Frame, chosen, frame_option
-from strategies.options import check_types
-from strategies.plan_block import PlanEstimate
 from memory_kit.role_llm import RoleLLM
+from strategies.base import (Delivery, Guideline, StepView, StrategyBase, StreamState, TaskView, Trajectory,
+                             learner_start)
+from strategies.declaration import Declaration, always
+from strategies.frame import Frame
+from strategies.options import frame_field, option
+from strategies.plan_block import Count, PlanEstimate
 
 EMPTY_CHEATSHEET = "(empty)"  # the reference's initial cheatsheet
 VARIANTS = ("cumulative", "retrieval_synthesis")  # run_benchmark.py approach names DynamicCheatsheet_<Variant>
@@ -30,29 +32,21 @@ def extract_cheatsheet(answer: str, old: str) -> str:
 
 @dataclass(frozen=True)
 class CheatsheetOptions:
-    temperature: float = 0.0  # language_model.py advance_round: temperature=0.0
-    max_tokens: int = 4096  # the curator's call: 2 x max_tokens (2048)
-    model: str | None = None  # the curator; null: the run's model (a scripted run: the SCRIPTED designs model)
-    variant: str = "cumulative"
-    # retrieval_synthesis only: the past episodes of the stream retrieved per task (retrieve_top_k=3) and their
-    # embedder (the reference's inputs are embedded with OpenAI's; ours offline by default, as core_retrieval's)
-    top_k: int = 3
+    temperature: float = option(0.0, source="dynamic_cheatsheet/language_model.py advance_round: temperature=0.0")
+    max_tokens: int = option(4096, min=1, source="language_model.py: the curator's call, 2 x max_tokens (2048)")
+    model: Optional[str] = None  # the curator; null: the run's model (a scripted run: the SCRIPTED designs model)
+    variant: str = option("cumulative", choices=VARIANTS)
+    # retrieval_synthesis only: the past episodes of the stream retrieved per task and their embedder (the
+    # reference's inputs are embedded with OpenAI's; ours offline by default, as core_retrieval's)
+    top_k: int = option(3, min=1, source="language_model.py: retrieve_top_k=3")
     embedder: str = "minilm"
-    embed_cache: str | None = ".cache/embeddings"
-    frame: str = "own"  # own | neutral: the common instruction (strategies/frame.py)
+    embed_cache: Optional[str] = ".cache/embeddings"
+    frame: str = frame_field()
 
-    @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> "CheatsheetOptions":
-        unknown = set(options) - {f.name for f in fields(cls)}
-        if unknown:
-            raise ValueError(f"dynamic_cheatsheet: unknown option(s) {sorted(unknown)}")
-        check_types("dynamic_cheatsheet", cls, dict(options))
-        opts = cls(**options)
-        if opts.max_tokens < 1 or opts.top_k < 1 or opts.variant not in VARIANTS:
-            raise ValueError(f"dynamic_cheatsheet: need max_tokens >= 1, top_k >= 1, variant in {VARIANTS}; "
-                             f"got max_tokens={opts.max_tokens}, top_k={opts.top_k}, variant={opts.variant!r}")
-        frame_option("dynamic_cheatsheet", options)
-        return opts
+
+def empty_cheatsheet(memory: Optional[str], count: Count, opts: Any) -> PlanEstimate:
+    return PlanEstimate(float(count(delivered(EMPTY_CHEATSHEET).text)), "the (empty) cheatsheet it starts from "
+                        "(it grows online; its curator calls are not in this estimate)", {"dc_curator": 1.0})
 
 
 @dataclass
@@ -60,11 +54,9 @@ class Cheatsheet(StrategyBase):
     """One cheatsheet, delivered whole at every step; a variant says how it is rewritten (`learn`, `deliver`)."""
 
     name: str = "dynamic_cheatsheet"
-    known_options = tuple(f.name for f in fields(CheatsheetOptions))
-    memory_entry_only = True  # memory= is not read: "(empty)" unless memory_by_strategy.dynamic_cheatsheet is given
-    trial_streams = True
-    frame = FRAME
-    learns_online: bool = True
+    # learns online; memory= is not read: "(empty)" unless memory_by_strategy.dynamic_cheatsheet is given
+    declaration = Declaration(options=CheatsheetOptions, memory_entry_only=True, online=always, trial_streams=True,
+                              frame=FRAME, plan=empty_cheatsheet)
     llm: Optional[RoleLLM] = None
     cheatsheet: str = EMPTY_CHEATSHEET
     start: Optional[dict[str, Any]] = None  # the train artifact's state every stream starts from (None: "(empty)")
@@ -73,15 +65,18 @@ class Cheatsheet(StrategyBase):
     _streams: dict[int, "Cheatsheet"] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.opts = CheatsheetOptions.from_options(self.options)
+        self.opts = self.typed_options()
 
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
         with self._lock:
             text = self.cheatsheet
-        return delivered(text, chosen(self.frame, self.options))
+        return delivered(text, self.framed())
 
     def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
         return learner_start(self.start is not None)
+
+    def framed(self) -> Frame:
+        return self.declaration.delivered_frame(self.opts) or FRAME
 
     def curator(self) -> RoleLLM:
         assert self.llm is not None, "dynamic_cheatsheet learns only when built with a model (create)"
@@ -97,12 +92,16 @@ class Cheatsheet(StrategyBase):
                 self.set_state_data(self.start)
         return self
 
-    def stream_state(self, trial: int) -> dict[str, Any]:
+    @property
+    def state(self) -> "StreamState":
+        return self  # its streams as data: snapshot / restore
+
+    def snapshot(self, trial: int) -> dict[str, Any]:
         stream = self.for_trial(trial)
         with stream._lock:
             return stream.state_data()
 
-    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
+    def restore(self, trial: int, state: Mapping[str, Any]) -> None:
         stream = self.for_trial(trial)
         with stream._lock:
             stream.set_state_data(state)
@@ -122,15 +121,6 @@ class Cheatsheet(StrategyBase):
                 self._streams[trial] = self.new_stream().started()
                 self._streams[trial].stream_trial = trial
             return self._streams[trial]
-
-    @classmethod
-    def validate_options(cls, options: dict[str, Any]) -> None:
-        CheatsheetOptions.from_options(options)
-
-    @classmethod
-    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
-        return PlanEstimate(float(count(delivered(EMPTY_CHEATSHEET).text)), "the (empty) cheatsheet it starts from "
-                            "(it grows online; its curator calls are not in this estimate)", {"dc_curator": 1.0})
 
 
 def delivered(text: str, frame: Frame = FRAME) -> Delivery:

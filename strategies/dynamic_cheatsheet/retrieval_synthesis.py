@@ -21,7 +21,6 @@ import numpy as np
 from strategies.base import Delivery, Embedder, Gold, Rerun, StepView, TaskView, Trajectory, seen_task_text
 from strategies.dynamic_cheatsheet.cheatsheet import EMPTY_CHEATSHEET, Cheatsheet, delivered, extract_cheatsheet
 from memory_kit.extraction import render_trajectory
-from strategies.frame import chosen
 from memory_kit.extraction import query_of
 from memory_kit.role_client import RoleCallFailed
 from memory_kit.stream_data import other_stream
@@ -102,7 +101,7 @@ class RetrievalSynthesisCheatsheet(Cheatsheet):
                     self._synthesised[task.task_id] = self.cheatsheet
                     self._lost.add(task.task_id)
             text = self._synthesised.get(task.task_id, self.cheatsheet)
-        return delivered(text, chosen(self.frame, self.options))
+        return delivered(text, self.framed())
 
     def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
               samples: Optional[int] = None) -> Mapping[str, Any]:

@@ -14,18 +14,18 @@ test time from the agent's own episodes, without labels, as the reference does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional
+from dataclasses import dataclass, replace
+from typing import Any, Mapping, Optional
 
 from memory_kit.extraction import query_of, render_trajectory
 from memory_kit.role_llm import RoleLLM
 from memory_kit.stream_data import other_stream
 from strategies.base import Gold, Rerun, Trajectory
 from strategies.dynamic_cheatsheet.artifact import load_start_state
-from strategies.dynamic_cheatsheet.cheatsheet import (VARIANTS, Cheatsheet, CheatsheetOptions, delivered,
+from strategies.dynamic_cheatsheet.cheatsheet import (VARIANTS, Cheatsheet, delivered, empty_cheatsheet,
                                                       extract_cheatsheet)
 from strategies.dynamic_cheatsheet.retrieval_synthesis import RetrievalSynthesisCheatsheet
-from strategies.plan_block import PlanEstimate
+from strategies.plan_block import Count, PlanEstimate
 from strategies.registry import StrategyContext
 
 CURATOR_SYSTEM = """# CHEATSHEET CURATOR
@@ -51,8 +51,22 @@ def curator_turn(trajectory: Trajectory, cheatsheet: str) -> str:
             f"## Previous cheatsheet\n{cheatsheet}\n\n## Your new cheatsheet")
 
 
+def starts_from_train_cheatsheet(path: Optional[str]) -> None:
+    load_start_state(path, VARIANTS[0])
+
+
+def cheatsheet_at_start(memory: Optional[str], count: Count, opts: Any) -> PlanEstimate:
+    start = load_start_state(memory, opts.variant)
+    if start is None:
+        return empty_cheatsheet(memory, count, opts)
+    return PlanEstimate(float(count(delivered(start["cheatsheet"]).text)), "the train cheatsheet it starts from "
+                        "(it grows online; its curator calls are not in this estimate)", {"dc_curator": 1.0})
+
+
 @dataclass
 class DynamicCheatsheet(Cheatsheet):
+    declaration = replace(Cheatsheet.declaration, plan=cheatsheet_at_start, check_memory=starts_from_train_cheatsheet)
+
     def learn(self, trajectory: Trajectory, rerun: Optional[Rerun] = None, gold: Optional[Gold] = None,
               samples: Optional[int] = None) -> Mapping[str, Any]:
         if trial := other_stream(self.stream_trial, trajectory):  # the episode's own stream learns it
@@ -65,20 +79,8 @@ class DynamicCheatsheet(Cheatsheet):
         return {"dc_cheatsheet_kept": new == old}
 
     @classmethod
-    def check_memory(cls, path: Optional[str]) -> None:
-        load_start_state(path, VARIANTS[0])
-
-    @classmethod
-    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
-        start = load_start_state(memory, str(options.get("variant", VARIANTS[0])))
-        if start is None:
-            return super().plan_estimate(memory, count, options)
-        return PlanEstimate(float(count(delivered(start["cheatsheet"]).text)), "the train cheatsheet it starts from "
-                            "(it grows online; its curator calls are not in this estimate)", {"dc_curator": 1.0})
-
-    @classmethod
     def create(cls, ctx: StrategyContext) -> Cheatsheet:
-        opts = CheatsheetOptions.from_options(ctx.options)
+        opts = cls.declaration.parse(cls.name, ctx.options)
         llm = RoleLLM.role(ctx.run_client(), opts.model)
         made = RetrievalSynthesisCheatsheet if opts.variant == "retrieval_synthesis" else cls
         return made(options=dict(ctx.options), llm=llm, start=load_start_state(ctx.memory_path, opts.variant)).started()

@@ -18,50 +18,48 @@ once per task and cached, so the block stays in the cacheable prompt prefix.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import numpy as np
 
 from strategies.base import Delivery, Embedder, Guideline, StepView, StrategyBase, TaskView, seen_task_text
-from memory_kit.budget import budget_option, fit_budget, token_counter
+from memory_kit.budget import fit_budget, token_counter
+from strategies.declaration import Declaration
 from memory_kit.experiences import FRAME, load_experiences, render_experiences
-from strategies.frame import chosen, frame_option
-from strategies.options import check_types
-from strategies.plan_block import NO_ARTIFACT, PlanEstimate, artifact_items, median_window
+from strategies.options import BlockOptions, option
+from strategies.plan_block import NO_ARTIFACT, Count, PlanEstimate, artifact_items, median_window
 from strategies.registry import StrategyContext
 from memory_kit.vector_search import id_rank, rank_rows, stable_similarity
 
 
 @dataclass(frozen=True)
-class ExpRagOptions:
-    top_k: int = 4  # an unofficial port's value (zhaosnw/evo_mem exprag.py: top_k=4); the paper states none
-    include_feedback: bool = True  # the experience's outcome shown (exprag.py: include_feedback=True)
+class ExpRagOptions(BlockOptions):  # budget_tokens: the least similar dropped first
+    # an unofficial port's value; the paper states none
+    top_k: int = option(4, min=1, source="zhaosnw/evo_mem evo_memory/agents/exprag.py: top_k=4")
+    include_feedback: bool = option(True, source="exprag.py: include_feedback=True")  # the outcome shown
     embedder: str = "minilm"  # see memory_kit.embeddings.make_embedder
-    embed_cache: str | None = ".cache/embeddings"  # null: no on-disk cache
-    budget_tokens: int | None = None  # cap on the block; the least similar dropped first
-    frame: str = "own"  # own | neutral: the common instruction (strategies/frame.py)
+    embed_cache: Optional[str] = ".cache/embeddings"  # null: no on-disk cache
 
-    @classmethod
-    def from_options(cls, options: dict[str, Any]) -> "ExpRagOptions":
-        known = {f.name for f in fields(cls)}
-        unknown = set(options) - known
-        if unknown:
-            raise ValueError(f"exp_rag: unknown option(s) {sorted(unknown)}; known: {sorted(known)}")
-        check_types("exp_rag", cls, options)
-        opts = cls(**options)
-        if opts.top_k < 1:
-            raise ValueError(f"exp_rag: top_k must be >= 1, got {opts.top_k}")
-        budget_option("exp_rag", options)
-        frame_option("exp_rag", options)
-        return opts
+
+def top_k_experiences(memory: Optional[str], count: Count, opts: Any) -> PlanEstimate:
+    """The top_k median-length experiences."""
+    items = artifact_items(memory)
+    if items is None:
+        return NO_ARTIFACT
+    picked = median_window(items, opts.top_k, lambda g: len(g.text))
+    return PlanEstimate(float(count(render_experiences(picked))), f"top_k {len(picked)} experiences")
+
+
+def check_experiences(path: Optional[str]) -> None:
+    load_experiences(path, "exp_rag")
 
 
 @dataclass
 class ExpRag(StrategyBase):
     name: str = "exp_rag"
-    known_options = tuple(f.name for f in fields(ExpRagOptions))
-    frame = FRAME
+    declaration = Declaration(options=ExpRagOptions, frame=FRAME, plan=top_k_experiences,
+                              check_memory=check_experiences)
     experiences: tuple[Guideline, ...] = ()
     embedder: Embedder | None = None
     count_tokens: Callable[[str], int] | None = field(default=None, repr=False)
@@ -70,7 +68,7 @@ class ExpRag(StrategyBase):
     _lock: threading.Lock = field(init=False, repr=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
-        self.opts = ExpRagOptions.from_options(dict(self.options))
+        self.opts = self.typed_options()
         if self.embedder is None:
             from memory_kit.embeddings import make_embedder
 
@@ -98,30 +96,13 @@ class ExpRag(StrategyBase):
         if cached is not None:
             return cached
         assert self.count_tokens is not None  # set in __post_init__
-        picked, frame = self.retrieve(query), chosen(self.frame, self.options, self.name)
+        picked, frame = self.retrieve(query), self.declaration.delivered_frame(self.opts) or FRAME
         delivery = fit_budget(picked, [-i for i in range(len(picked))],
                               lambda kept, note: render_experiences(kept, note, self.opts.include_feedback, frame),
                               self.count_tokens, self.opts.budget_tokens, noun="experiences")
         with self._lock:
             self._cache[key] = delivery
         return delivery
-
-    @classmethod
-    def validate_options(cls, options: dict[str, Any]) -> None:
-        ExpRagOptions.from_options(options)
-
-    @classmethod
-    def check_memory(cls, path: Optional[str]) -> None:
-        load_experiences(path, cls.name)
-
-    @classmethod
-    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
-        """The top_k median-length experiences."""
-        items = artifact_items(memory)
-        if items is None:
-            return NO_ARTIFACT
-        picked = median_window(items, int(options.get("top_k", 4)), lambda g: len(g.text))
-        return PlanEstimate(float(count(render_experiences(picked))), f"top_k {len(picked)} experiences")
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "ExpRag":

@@ -10,38 +10,34 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from strategies.base import Delivery, Guideline, StepView, StrategyBase, TaskView, guidelines_frame, render_guidelines
-from memory_kit.budget import budget_option, fit_budget, token_counter
-from strategies.frame import chosen, frame_option
-from strategies.plan_block import PlanEstimate, full_block
+from memory_kit.budget import fit_budget, token_counter
+from strategies.declaration import Declaration
+from strategies.options import BlockOptions
+from strategies.plan_block import Count, PlanEstimate, full_block
 from strategies.registry import StrategyContext
+
+
+def every_guideline(memory: Optional[str], count: Count, opts: Any) -> PlanEstimate:
+    return full_block(memory, count, "every guideline")
 
 
 @dataclass
 class FullMemory(StrategyBase):
     name: str = "full"
-    known_options = ("budget_tokens", "frame")
-    frame = guidelines_frame()
+    declaration = Declaration(options=BlockOptions, frame=guidelines_frame(), plan=every_guideline)
     guidelines: tuple[Guideline, ...] = ()
     count_tokens: Optional[Callable[[str], int]] = field(default=None, repr=False)
     _delivery: Delivery = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        budget, frame = budget_option(self.name, self.options), chosen(self.frame, self.options, self.name)
+        opts = self.typed_options()
+        budget, frame = opts.budget_tokens, self.declaration.delivered_frame(opts)
         self._delivery = fit_budget(self.guidelines, [g.support for g in self.guidelines],
                                     lambda kept, note: render_guidelines(kept, note=note, frame=frame),
                                     self.count_tokens or token_counter(None), budget)
 
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
         return self._delivery
-
-    @classmethod
-    def validate_options(cls, options: dict[str, Any]) -> None:
-        budget_option(cls.name, options)
-        frame_option(cls.name, options)
-
-    @classmethod
-    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
-        return full_block(memory, count, "every guideline")
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "FullMemory":

@@ -10,33 +10,46 @@ order, the train split's task order) and drops the later ones first, with the om
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from strategies.base import Delivery, Guideline, StepView, StrategyBase, TaskView
-from memory_kit.budget import budget_option, fit_budget, token_counter
+from memory_kit.budget import fit_budget, token_counter
+from strategies.declaration import Declaration
+
 from memory_kit.experiences import load_experiences, render_experiences
-from strategies.options import check_types
-from strategies.plan_block import NO_ARTIFACT, PlanEstimate, artifact_items
+from strategies.options import budget_field
+from strategies.plan_block import NO_ARTIFACT, Count, PlanEstimate, artifact_items
 from strategies.registry import StrategyContext
 
 
 @dataclass(frozen=True)
 class LongContextOptions:
     include_feedback: bool = True  # each episode's outcome shown, as exp_rag's
-    budget_tokens: int | None = None  # cap on the block; later episodes dropped first
+    budget_tokens: Optional[int] = budget_field()  # later episodes dropped first
+
+
+def every_experience(memory: Optional[str], count: Count, opts: Any) -> PlanEstimate:
+    items = artifact_items(memory)
+    if items is None:
+        return NO_ARTIFACT
+    return PlanEstimate(float(count(render_experiences(items))), "every experience")
+
+
+def check_experiences(path: Optional[str]) -> None:
+    load_experiences(path, "long_context")
 
 
 @dataclass
 class LongContext(StrategyBase):
     name: str = "long_context"
-    known_options = tuple(f.name for f in fields(LongContextOptions))
+    declaration = Declaration(options=LongContextOptions, plan=every_experience, check_memory=check_experiences)
     experiences: tuple[Guideline, ...] = ()
     count_tokens: Optional[Callable[[str], int]] = field(default=None, repr=False)
     _delivery: Delivery = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        opts = self.validated(dict(self.options))
+        opts = self.typed_options()
         # equal priorities: fit_budget keeps the items shown first, so the later episodes go first
         self._delivery = fit_budget(self.experiences, [0] * len(self.experiences),
                                     lambda kept, note: render_experiences(kept, note, opts.include_feedback),
@@ -45,30 +58,6 @@ class LongContext(StrategyBase):
 
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
         return self._delivery
-
-    @staticmethod
-    def validated(options: dict[str, Any]) -> LongContextOptions:
-        unknown = set(options) - {f.name for f in fields(LongContextOptions)}
-        if unknown:
-            raise ValueError(f"long_context: unknown option(s) {sorted(unknown)}")
-        check_types("long_context", LongContextOptions, options)
-        budget_option("long_context", options)
-        return LongContextOptions(**options)
-
-    @classmethod
-    def validate_options(cls, options: dict[str, Any]) -> None:
-        cls.validated(options)
-
-    @classmethod
-    def check_memory(cls, path: Optional[str]) -> None:
-        load_experiences(path, cls.name)
-
-    @classmethod
-    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
-        items = artifact_items(memory)
-        if items is None:
-            return NO_ARTIFACT
-        return PlanEstimate(float(count(render_experiences(items))), "every experience")
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "LongContext":

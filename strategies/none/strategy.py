@@ -3,25 +3,27 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from strategies.base import EMPTY, Delivery, StepView, StrategyBase, TaskView
-from strategies.plan_block import PlanEstimate
+from strategies.declaration import Declaration
+from strategies.plan_block import Count, PlanEstimate
 from strategies.registry import StrategyContext
+
+
+def nothing(memory: Optional[str], count: Count, opts: Any) -> PlanEstimate:
+    return PlanEstimate(0.0, "no memory")
 
 
 @dataclass
 class NoMemory(StrategyBase):
     name: str = "none"
-    uses_memory = False  # memory= is ignored: the baseline's rows carry no provenance label
-    known_options = ()  # takes none: a typo like strategy.options.top_k=5 on `none` alone is an error
+    # takes no options (a typo like strategy.options.top_k=5 on `none` alone is an error); memory= is ignored: the
+    # baseline's rows carry no provenance label
+    declaration = Declaration(uses_memory=False, plan=nothing)
 
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
         return EMPTY
-
-    @classmethod
-    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
-        return PlanEstimate(0.0, "no memory")
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "NoMemory":

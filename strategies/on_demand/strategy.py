@@ -12,20 +12,28 @@ answers the call; the benchmark never sees it (docs/memory-tools.md).
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from strategies.base import (Delivery, Embedder, Guideline, MemoryTool, MemoryToolError, StepView, StrategyBase,
                              TaskView, render_guidelines)
-from memory_kit.selection import GuidelineIndex, SelectionOptions
+from memory_kit.selection import GuidelineIndex, RetrievalKnobs
+from strategies.declaration import Declaration
+from strategies.options import option
 from strategies.registry import StrategyContext
 
 TOOL = "recall_guidelines"
 NOTICE = (f'Guidelines learned on earlier tasks can be recalled by calling {TOOL}(query="<your situation in a '
           'sentence>") on its own, when a past lesson could help.')
 RECALLED = "Recalled guidelines"
-_PER_STEP = {"rerank_each_step", "budget_tokens"}  # core_retrieval's prompt-block knobs: nothing here to tune
-_DEFAULTS = {"top_k": 3}  # STATE-Bench's retrieve_learnings default
+
+
+@dataclass(frozen=True)
+class OnDemandOptions(RetrievalKnobs):
+    """core_retrieval's retriever knobs (not its prompt block's: nothing here to re-rank or cap), and `core`."""
+
+    top_k: int = option(3, min=0, source="STATE-Bench's retrieve_learnings(query, top_k=3)")
+    core: bool = option(False, means="true or false")  # the core in the prompt, only the rest recalled
 
 
 @dataclass
@@ -35,12 +43,11 @@ class OnDemand(StrategyBase):
     embedder: Embedder | None = None
     _index: GuidelineIndex = field(init=False, repr=False)
     _delivery: Delivery = field(init=False, repr=False)
-
-    known_options = ("core", *(f.name for f in fields(SelectionOptions) if f.name not in _PER_STEP))
+    declaration = Declaration(options=OnDemandOptions)
 
     def __post_init__(self) -> None:
-        core, opts = self.parse(dict(self.options))
-        if not core:  # everything is recalled: no guideline is core
+        opts = self.typed_options()
+        if not opts.core:  # everything is recalled: no guideline is core
             opts = replace(opts, core_support=sys.maxsize)
         if self.embedder is None:
             from memory_kit.embeddings import make_embedder
@@ -54,16 +61,6 @@ class OnDemand(StrategyBase):
                            "required": ["query"], "additionalProperties": False}, self.recall)
         block = render_guidelines(self._index.core)
         self._delivery = Delivery(tuple(self._index.core), f"{block}\n\n{NOTICE}" if block else NOTICE, tools=(tool,))
-
-    @classmethod
-    def parse(cls, options: dict[str, Any]) -> tuple[bool, SelectionOptions]:
-        core = options.pop("core", False)
-        if not isinstance(core, bool):
-            raise ValueError(f"on_demand: option core must be true or false, got {core!r}")
-        unknown = set(options) & _PER_STEP
-        if unknown:
-            raise ValueError(f"on_demand: unknown option(s) {sorted(unknown)}; known: {sorted(cls.known_options)}")
-        return core, SelectionOptions.from_options({**_DEFAULTS, **options})
 
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
         return self._delivery
@@ -79,10 +76,6 @@ class OnDemand(StrategyBase):
         if not found:
             return Delivery((), "No stored guideline matches that query.")
         return Delivery(tuple(found), render_guidelines(found, title=RECALLED))
-
-    @classmethod
-    def validate_options(cls, options: dict[str, Any]) -> None:
-        cls.parse(dict(options))
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "OnDemand":

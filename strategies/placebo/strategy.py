@@ -29,11 +29,13 @@ from typing import Any, Callable, Mapping, Optional
 
 from strategies.base import Delivery, StepView, Strategy, StrategyBase, TaskView, Trajectory
 from memory_kit.budget import token_counter
-from strategies.frame import Frame, frame_of
 from strategies.controls import check_match
-from strategies.registry import StrategyContext, available, strategy_class
+from strategies.declaration import Declaration
+from strategies.frame import Frame
+from strategies.options import option
+from strategies.registry import (StrategyContext, available, declaration, delivered_frame, known_options,
+                                 strategy_class)
 
-OWN = ("match", "length_tokens")  # placebo's own options; the rest go to its reference
 SOURCE = Path(__file__).with_name("placebo_text.txt")
 # a bullet line of either format: `- [id] text` (render_guidelines) or `[id] helpful=X harmful=Y :: text` (ACE)
 _BULLET = re.compile(r"^(\s*(?:[-*]\s+)?\[)([^\]\s]+)(\]\s+(?:helpful=-?\d+\s+harmful=-?\d+\s+::\s+)?)(\S.*)$")
@@ -93,12 +95,37 @@ def neutral_block(reference_text: str, task_id: str, count: Callable[[str], int]
     return "\n".join(out)
 
 
+@dataclass(frozen=True)
+class PlaceboOptions:
+    """Its own `match` and `length_tokens`; every other name is its reference's (a plugin design's too), passed
+    on to the reference it builds and checked there."""
+
+    match: str = "full"  # the reference: a design that declares its frame
+    length_tokens: Optional[int] = option(None, min=1, means="an integer >= 1")  # null: the reference's length
+    reference: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_match("placebo", self.match)
+        anyone = {o for name in available() for o in (_known(name) or ())}
+        unknown = sorted(set(self.reference) - anyone)
+        if unknown:
+            raise ValueError(f"strategy 'placebo': unknown option(s) {unknown}; it takes ['match', 'length_tokens'] "
+                             "and its reference's options")
+        declaration(self.match).parse(self.match, reference_options(self))
+
+
+def reference_options(opts: PlaceboOptions) -> dict[str, Any]:
+    """The options its reference takes (another strategy's option is meant for that one in a sweep, the registry's
+    rule, so it is not passed on)."""
+    takes = _known(opts.match)
+    return {k: v for k, v in opts.reference.items() if takes is None or k in takes}
+
+
 @dataclass
 class Placebo(StrategyBase):
     name: str = "placebo"
-    # its own `match` and `length_tokens`, and the reference's options, passed on to the reference it builds (a
-    # plugin design's too): it checks names itself
-    known_options = None
+    declaration = Declaration(options=PlaceboOptions, gather="reference", memory_of=lambda opts: opts.match,
+                              framed=lambda opts: delivered_frame(opts.match, reference_options(opts)))
     reference: Optional[Strategy] = None
     match: str = "full"
     frame_used: Optional[Frame] = None  # the reference's frame as configured
@@ -144,47 +171,20 @@ class Placebo(StrategyBase):
         return {"control_arm": f"placebo:{self.match}"}
 
     @classmethod
-    def validate_options(cls, options: dict[str, Any]) -> None:
-        anyone = {o for name in available() for o in (_known(name) or ())}
-        unknown = sorted(set(options) - set(OWN) - anyone)
-        if unknown:
-            raise ValueError(f"strategy 'placebo': unknown option(s) {unknown}; it takes {list(OWN)} and its "
-                             "reference's options")
-        length = options.get("length_tokens")
-        if length is not None and (not isinstance(length, int) or isinstance(length, bool) or length < 1):
-            raise ValueError(f"strategy 'placebo': option length_tokens must be an integer >= 1, got {length!r}")
-        match, rest = split_options(options)
-        strategy_class(match).validate_options(rest)
-
-    @classmethod
-    def memory_of(cls, options: Mapping[str, Any]) -> Optional[str]:
-        """The reference's artifact: memory_by_strategy.<match> when the run gives one (awm's, exp_rag's)."""
-        return str(options.get("match", "full"))
-
-    @classmethod
-    def delivered_frame(cls, options: dict[str, Any]) -> Optional[Frame]:
-        match, rest = split_options(options)
-        return frame_of(strategy_class(match), rest)
-
-    @classmethod
     def create(cls, ctx: StrategyContext) -> "Placebo":
-        match, rest = split_options(ctx.options)
+        opts = cls.declaration.parse(cls.name, ctx.options)
+        rest = reference_options(opts)
         # its own copy of the reference, never writing the reference's artifacts (an ACE load's history)
-        reference = strategy_class(match).create(replace(ctx, options=rest, artifacts_dir=None))
-        return cls(options=dict(ctx.options), reference=reference, match=match, count_tokens=token_counter(ctx.model),
-                   frame_used=frame_of(strategy_class(match), rest), length_tokens=ctx.options.get("length_tokens"))
+        reference = strategy_class(opts.match).create(replace(ctx, options=rest, artifacts_dir=None))
+        return cls(options=dict(ctx.options), reference=reference, match=opts.match,
+                   count_tokens=token_counter(ctx.model), frame_used=delivered_frame(opts.match, rest),
+                   length_tokens=opts.length_tokens)
 
 
 def _known(name: str) -> Optional[tuple[str, ...]]:
     try:
-        return strategy_class(name).known_options
+        return known_options(name)
     except Exception:
         return None
 
 
-def split_options(options: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """(`match`, the options the reference takes). Another strategy's option is meant for that one in a sweep
-    (the registry's rule), so it is not passed on."""
-    match = check_match("placebo", options)
-    takes = _known(match)
-    return match, {k: v for k, v in options.items() if k not in OWN and (takes is None or k in takes)}

@@ -12,18 +12,36 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from strategies.base import Delivery, StepView, StrategyBase, TaskView, Trajectory
+from strategies.declaration import Declaration
 from strategies.frame import Frame, chosen
+from strategies.options import frame_field
 from strategies.controls import check_match
-from strategies.registry import StrategyContext, strategy_class
+from strategies.registry import StrategyContext, declaration
 
 CONTROL = "protocol_only"  # the row's `control_arm` (`protocol_only:<match>`): analysis/views/controls.py reads it
+
+
+@dataclass(frozen=True)
+class ProtocolOnlyOptions:
+    match: str = "full"  # the design whose frame it delivers: one that declares its frame
+    frame: str = frame_field()
+
+    def __post_init__(self) -> None:
+        check_match(CONTROL, self.match)
+
+
+def matched_frame(opts: ProtocolOnlyOptions) -> Frame:
+    """The frame of the design it matches, as `frame` says (own or neutral)."""
+    declared = declaration(opts.match).frame
+    assert isinstance(declared, Frame)  # check_match: a design that declares its frame
+    return chosen(declared, opts.frame)
 
 
 @dataclass
 class ProtocolOnly(StrategyBase):
     name: str = "protocol_only"
-    uses_memory = False  # the frame is the same whatever memory= names: no provenance label, as `none`
-    known_options = ("match", "frame")
+    # the frame is the same whatever memory= names: no provenance label, as `none`
+    declaration = Declaration(options=ProtocolOnlyOptions, uses_memory=False, framed=matched_frame)
     match: str = "full"
     delivery: Delivery = Delivery((), "")
 
@@ -34,16 +52,6 @@ class ProtocolOnly(StrategyBase):
         return {"control_arm": f"{CONTROL}:{self.match}"}
 
     @classmethod
-    def validate_options(cls, options: dict[str, Any]) -> None:
-        cls.delivered_frame(options)
-
-    @classmethod
-    def delivered_frame(cls, options: dict[str, Any]) -> Frame:
-        declared = strategy_class(check_match(CONTROL, options)).frame
-        assert isinstance(declared, Frame)  # check_match: a design that declares its frame
-        return chosen(declared, options, CONTROL)
-
-    @classmethod
     def create(cls, ctx: StrategyContext) -> "ProtocolOnly":
-        frame, match = cls.delivered_frame(ctx.options), check_match(CONTROL, ctx.options)
-        return cls(options=dict(ctx.options), match=match, delivery=Delivery((), frame.wrap()))
+        opts = cls.declaration.parse(cls.name, ctx.options)
+        return cls(options=dict(ctx.options), match=opts.match, delivery=Delivery((), matched_frame(opts).wrap()))

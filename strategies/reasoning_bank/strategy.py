@@ -20,21 +20,21 @@ from __future__ import annotations
 
 import itertools
 import threading
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from strategies.base import (Delivery, Embedder, Gold, Guideline, Rerun, StepView, StrategyBase, TaskView,
-                             Trajectory, learner_start, seen_task_text)
-from memory_kit.budget import budget_option, fit_budget, token_counter
-from strategies.frame import Frame, frame_option
-from strategies.frame import chosen as chosen_frame
-from strategies.options import check_types
-from strategies.plan_block import NO_ARTIFACT, PlanEstimate, artifact_items, median_window
-from strategies.reasoning_bank.prompts import FAILURE_SYSTEM, MAX_ITEMS, SUCCESS_SYSTEM, parse_items
 from memory_kit.extraction import query_of
 from memory_kit.judge import JUDGE_SYSTEM, JUDGE_TEMPERATURE, parse_status, user_turn
+from strategies.base import (Delivery, Embedder, Gold, Guideline, Rerun, StepView, StrategyBase, StreamState,
+                             TaskView, Trajectory, learner_start, seen_task_text)
+from memory_kit.budget import fit_budget, token_counter
+from strategies.declaration import Declaration
+from strategies.frame import Frame
+from strategies.options import BlockOptions, option
+from strategies.plan_block import NO_ARTIFACT, Count, PlanEstimate, artifact_items, median_window
+from strategies.reasoning_bank.prompts import FAILURE_SYSTEM, MAX_ITEMS, SUCCESS_SYSTEM, parse_items
 from strategies.registry import StrategyContext
 from memory_kit.role_llm import RoleLLM
 from memory_kit.stream_data import guideline_data, guidelines_of, other_stream
@@ -52,34 +52,39 @@ FRAME = Frame("reasoning_bank", HEADER, INSTRUCTION)
 
 
 @dataclass(frozen=True)
-class BankOptions:
-    top_k: int = 1  # past tasks retrieved (run.py / memory_management.select_memory: n=1)
-    judge: str = "self"  # LLM self-judgement (induce_memory.py --criteria autoeval, its default) | ground_truth
-    learn_online: bool = True  # append the items of every finished episode (run.py: after each task)
-    max_items: int = MAX_ITEMS  # per trajectory ("at most 3", instruction.py)
-    temperature: float = 1.0  # extraction (induce_memory.py llm_generate: temperature=1.0)
+class BankOptions(BlockOptions):
+    # past tasks retrieved (0: the dose axis' no-memory point)
+    top_k: int = option(1, min=0, source="ReasoningBank run.py / memory_management.select_memory: n=1")
+    # LLM self-judgement (its default) | ground_truth
+    judge: str = option("self", choices=JUDGES, source="induce_memory.py --criteria autoeval")
+    learn_online: bool = option(True, source="run.py: after each task")  # append every finished episode's items
+    max_items: int = option(MAX_ITEMS, min=1, source="prompt/instruction.py: at most 3")  # per trajectory
+    temperature: float = option(1.0, source="induce_memory.py llm_generate: temperature=1.0")  # extraction
     # the extractor's own output limit, never the run's (a local run's 256 would cut an item short); the reference's
     # llm_generate allows 65536 (gemini-2.5-flash's output limit), above what other providers accept
-    max_tokens: int = 8192
-    model: str | None = None  # judge and extractor; null: the run's model
+    max_tokens: int = option(8192, min=1)
+    model: Optional[str] = None  # judge and extractor; null: the run's model
     embedder: str = "minilm"  # the reference embeds with gemini-embedding-001; ours offline by default
-    embed_cache: str | None = ".cache/embeddings"
-    budget_tokens: int | None = None
-    frame: str = "own"  # own | neutral: the common instruction (strategies/frame.py)
+    embed_cache: Optional[str] = ".cache/embeddings"
 
-    @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> "BankOptions":
-        unknown = set(options) - {f.name for f in fields(cls)}
-        if unknown:
-            raise ValueError(f"reasoning_bank: unknown option(s) {sorted(unknown)}")
-        check_types("reasoning_bank", cls, dict(options))
-        opts = cls(**options)
-        if opts.top_k < 0 or opts.max_items < 1 or opts.max_tokens < 1 or opts.judge not in JUDGES:
-            raise ValueError(f"reasoning_bank: need top_k >= 0 (0: the dose axis' no-memory point), max_items >= 1, "
-                             f"max_tokens >= 1, judge in {JUDGES}; got {opts}")
-        budget_option("reasoning_bank", dict(options))
-        frame_option("reasoning_bank", options)
-        return opts
+
+def top_k_tasks(memory: Optional[str], count: Count, opts: Any) -> PlanEstimate:
+    """The top_k median-sized past tasks' items of the starting bank."""
+    items = artifact_items(memory)
+    if items is None:
+        return NO_ARTIFACT
+    groups: dict[str, list[Guideline]] = {}
+    for g in items:
+        groups.setdefault(g.id.rsplit("-", 1)[0], []).append(g)
+    picked = [g for task in median_window(list(groups.values()), opts.top_k, lambda t: sum(len(g.text) for g in t))
+              for g in task]
+    return PlanEstimate(float(count(render_bank(picked))), f"top_k {opts.top_k} past tasks' items; it grows online "
+                        "(its judge and extractor calls per episode are not in this estimate)",
+                        {"rb_judge": 1.0, "rb_extractor": 1.0})
+
+
+def check_bank(path: Optional[str]) -> None:
+    load_bank(path)
 
 
 def distil(trajectory: Trajectory, key: str, llm: RoleLLM, opts: BankOptions) -> tuple[bool, list[Guideline]]:
@@ -109,9 +114,9 @@ def render_bank(items: Sequence[Guideline], note: str = "", frame: Frame = FRAME
 @dataclass
 class ReasoningBank(StrategyBase):
     name: str = "reasoning_bank"
-    known_options = tuple(f.name for f in fields(BankOptions))
-    trial_streams = True
-    frame = FRAME
+    declaration = Declaration(options=BankOptions, online=lambda opts: opts.learn_online, trial_streams=True,
+                              ground_truth=lambda opts: opts.judge == "ground_truth", frame=FRAME, plan=top_k_tasks,
+                              check_memory=check_bank)
     items: tuple[Guideline, ...] = ()
     embedder: Optional[Embedder] = None
     llm: Optional[RoleLLM] = None
@@ -121,7 +126,7 @@ class ReasoningBank(StrategyBase):
     _streams: dict[int, "ReasoningBank"] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.opts = BankOptions.from_options(self.options)
+        self.opts = self.typed_options()
         self.learns_online = self.opts.learn_online
         if self.embedder is None:
             from memory_kit.embeddings import make_embedder
@@ -161,7 +166,7 @@ class ReasoningBank(StrategyBase):
     def deliver(self, task: TaskView, step: StepView) -> Delivery:
         picked = self.retrieve(seen_task_text(task, step))
         assert self.count_tokens is not None
-        frame = chosen_frame(self.frame, self.options, self.name)
+        frame = self.declaration.delivered_frame(self.opts) or FRAME
         return fit_budget(picked, [-i for i in range(len(picked))], lambda kept, note: render_bank(kept, note, frame),
                           self.count_tokens, self.opts.budget_tokens, noun="memory items")
 
@@ -179,15 +184,17 @@ class ReasoningBank(StrategyBase):
             self._add(items)
         return {"rb_judged_success": success, "rb_items_added": len(items)}
 
-    def stream_state(self, trial: int) -> Optional[dict[str, Any]]:
+    @property
+    def state(self) -> Optional[StreamState]:
+        return self if self.learns_online else None  # its streams as data, when it learns online
+
+    def snapshot(self, trial: int) -> dict[str, Any]:
         """The items a stream has learned (its starting bank is the job's artifact)."""
-        if not self.learns_online:
-            return None
         stream = self.for_trial(trial)
         with stream._lock:
             return {"items": guideline_data(stream._bank[len(stream.items):])}
 
-    def restore_stream(self, trial: int, state: Mapping[str, Any]) -> None:
+    def restore(self, trial: int, state: Mapping[str, Any]) -> None:
         stream, learned = self.for_trial(trial), guidelines_of(state["items"])
         with stream._lock:
             if stream._bank[len(stream.items):] == learned:
@@ -214,40 +221,8 @@ class ReasoningBank(StrategyBase):
             return self._streams[trial]
 
     @classmethod
-    def validate_options(cls, options: dict[str, Any]) -> None:
-        BankOptions.from_options(options)
-
-    @classmethod
-    def uses_ground_truth(cls, options: dict[str, Any]) -> bool:
-        return options.get("judge") == "ground_truth"
-
-    @classmethod
-    def check_memory(cls, path: Optional[str]) -> None:
-        load_bank(path)
-
-    @classmethod
-    def learns_online_with(cls, options: dict[str, Any]) -> bool:
-        return BankOptions.from_options(options).learn_online
-
-    @classmethod
-    def plan_estimate(cls, memory: Optional[str], count: Callable[[str], int], options: dict[str, Any]) -> PlanEstimate:
-        """The top_k median-sized past tasks' items of the starting bank."""
-        items = artifact_items(memory)
-        if items is None:
-            return NO_ARTIFACT
-        groups: dict[str, list[Guideline]] = {}
-        for g in items:
-            groups.setdefault(g.id.rsplit("-", 1)[0], []).append(g)
-        top_k = int(options.get("top_k", 1))
-        picked = [g for task in median_window(list(groups.values()), top_k, lambda t: sum(len(g.text) for g in t))
-                  for g in task]
-        return PlanEstimate(float(count(render_bank(picked))), f"top_k {top_k} past tasks' items; it grows online (its "
-                            "judge and extractor calls per episode are not in this estimate)",
-                            {"rb_judge": 1.0, "rb_extractor": 1.0})
-
-    @classmethod
     def create(cls, ctx: StrategyContext) -> "ReasoningBank":
-        opts = BankOptions.from_options(ctx.options)
+        opts = cls.declaration.parse(cls.name, ctx.options)
         return cls(options=dict(ctx.options), items=tuple(load_bank(ctx.memory_path)),
                    llm=RoleLLM.role(ctx.run_client(), opts.model),
                    count_tokens=token_counter(ctx.model))
