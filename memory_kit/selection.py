@@ -10,8 +10,8 @@ from typing import Iterator, Optional, Sequence
 import numpy as np
 
 from memory_kit.vector_search import IvfIndex, blas_limit, blas_threads_for, rank_rows, stable_similarity
-from strategies import Embedder, Guideline
-from strategies.options import budget_field, option
+from strategies import Embedder, Guideline, option
+from strategies.options import budget_field
 
 _CHUNK = 65536  # rows per block when comparing the whole pool with the core set (bounds the temporary)
 

@@ -28,7 +28,7 @@ PARTS = {
 }
 OPTIONAL_PARTS = {"prompts.py": "its prompts and their parsing"}
 # strategies/'s own modules: the protocol, the registry, and what the control arms share (their `match` option)
-PROTOCOL = {"__init__.py", "base.py", "registry.py", "compat.py", "options.py", "frame.py", "plan_block.py",
+PROTOCOL = {"__init__.py", "base.py", "declaration.py", "registry.py", "compat.py", "options.py", "frame.py", "plan_block.py",
             "controls.py"}
 DATA = {"samples"}  # sample memory artifacts the documented commands name, not a design
 # The kit reads an ACE playbook as guidelines (one artifact family: any strategy can deliver one); nothing else in
