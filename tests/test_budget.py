@@ -65,10 +65,11 @@ def _sweep(tmp_path, *overrides):
 
 
 def test_an_unpriced_model_with_a_budget_exits_2_before_anything_runs(tmp_path):
-    proc = _sweep(tmp_path, "model.name=openai/fault-agent", "budget_usd=1")
-    assert proc.returncode == 2 and "openai/fault-agent has no price" in proc.stderr
+    # a name no other test prices: a job's price override is taught to LiteLLM for the whole process
+    proc = _sweep(tmp_path, "model.name=openai/unpriced-budget-probe", "budget_usd=1")
+    assert proc.returncode == 2 and "openai/unpriced-budget-probe has no price" in proc.stderr
     assert not (tmp_path / "b").exists()
-    half = _sweep(tmp_path, "model.name=openai/fault-agent", "model.price_per_mtok_in=1")
+    half = _sweep(tmp_path, "model.name=openai/unpriced-budget-probe", "model.price_per_mtok_in=1")
     assert half.returncode == 2 and "price_per_mtok_out must be set" in half.stderr
 
 
