@@ -38,7 +38,7 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-def wait_gone(pid: int, timeout: float = 20.0) -> bool:
+def wait_gone(pid: int, timeout: float = 60.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not alive(pid):
@@ -125,7 +125,7 @@ def test_no_orphan_server_when_the_harness_is_killed(sig):
         server_pid = int(child.stdout.readline())
         assert alive(server_pid)
         child.send_signal(sig)
-        child.wait(timeout=30)
+        child.wait(timeout=120)  # generous: the point is that the server goes, not how fast on a busy machine
         assert wait_gone(server_pid), f"server {server_pid} outlived its harness after {sig.name}"
     finally:
         if child.poll() is None:
