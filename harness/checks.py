@@ -173,7 +173,7 @@ def check_prices(s: JobSettings, judge_used: bool) -> None:
 
 def check_memory_by_strategy(s: JobSettings) -> None:
     """memory_by_strategy: known strategy names, every entry given (an experiment may demand one with ???),
-    and ACE's entry an ACE playbook learned by `make ace`, never a plain guideline file."""
+    and the job's own entry an artifact its design declares it can start from (ACE: a playbook from `make ace`)."""
     table = s.memory_by_strategy
     for name, path in table.items():
         if name not in strategies.available():
@@ -182,15 +182,14 @@ def check_memory_by_strategy(s: JobSettings) -> None:
         if path == MISSING_VALUE:
             raise ConfigError(f"memory_by_strategy.{name} must be set (this experiment gives {name!r} its own "
                               f"memory): pass memory_by_strategy.{name}=<path>")
-    own = table.get("ace")
-    if own and s.strategy.name == "ace":
-        from strategies.ace.playbook import KIND, artifact_kind
-
+    own = table.get(s.strategy.name)
+    if own:  # the job's own entry: an artifact its design may start from (strategies/declaration.py check_entry)
         if not Path(own).is_file():
-            raise ConfigError(f"memory file not found: memory_by_strategy.ace={own}")
-        if artifact_kind(own) != KIND:
-            raise ConfigError(f"memory_by_strategy.ace={own} is not an ACE playbook (_meta.kind {KIND!r}); "
-                              "learn one with `make ace` on train")
+            raise ConfigError(f"memory file not found: memory_by_strategy.{s.strategy.name}={own}")
+        try:
+            strategies.declaration(s.strategy.name).check_entry(own)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
 
 
 # The CLI parks each job it checked; the launch claims it. Kept in this imported module, not in harness/run.py

@@ -47,7 +47,9 @@ class Declaration:
     `frame`: its block's tag, header and instruction, and `framed(opts)` the one it delivers so configured
     (default: `frame`, neutral under `frame: neutral`); `memory_of(opts)`: whose memory_by_strategy entry it
     reads (None: its own); `plan(memory, count, opts)`: what `make plan` prices (strategies/plan_block.py);
-    `check_memory(path)`: raises ValueError for an artifact it cannot start from (exit 2 before anything runs)."""
+    `check_memory(path)`: raises ValueError for an artifact it cannot start from (exit 2 before anything runs);
+    `check_entry(path)`: the same for an artifact its own `memory_by_strategy` entry names (ACE: its playbook only,
+    so an experiment that gives it its own memory never hands it the guideline file the others read)."""
 
     options: type = typed.NoOptions
     gather: str = ""
@@ -61,6 +63,7 @@ class Declaration:
     memory_of: Callable[[Any], Optional[str]] = own_memory
     plan: Callable[[Optional[str], Count, Any], Estimate] = no_estimate
     check_memory: Callable[[Optional[str]], None] = any_memory
+    check_entry: Callable[[Optional[str]], None] = any_memory
 
     def parse(self, strategy: str, given: Mapping[str, Any]) -> Any:
         """The typed options (ValueError for any mistake: unknown name, type, bound, rule)."""

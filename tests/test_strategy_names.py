@@ -15,7 +15,6 @@ REPO = Path(__file__).resolve().parent.parent
 OUTSIDE = ("memory_kit", "harness", "analysis", "bench")
 # module -> the strategy names it still compares with (the baseline `none` is analysis's reference arm)
 DEBT = {
-    "harness/checks.py": {"ace"},
     "analysis/runs/deliveries.py": {"core_retrieval"},
     "analysis/runs/load.py": {"ace", "ace_online"},
     "analysis/views/controls.py": {"full"},

@@ -74,11 +74,17 @@ def now_utc() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def playbook_only(path: Optional[str]) -> None:
+    """`memory_by_strategy.ace` names an ACE playbook learned by `make ace`, never a plain guideline file."""
+    if path and artifact_kind(path) != KIND:
+        raise ValueError(f"memory_by_strategy.ace={path} is not an ACE playbook (_meta.kind {KIND!r}); "
+                         "learn one with `make ace` on train")
+
 class AcePlaybook(StrategyBase):
     """`ace`: deliver one frozen playbook, whole, at every step."""
 
     name = "ace"
-    declaration = Declaration(options=AceOptions, frame=FRAME, plan=starting_playbook)
+    declaration = Declaration(options=AceOptions, frame=FRAME, plan=starting_playbook, check_entry=playbook_only)
 
     def __init__(self, playbook: Playbook, *, settings: AceSettings | None = None,
                  count_tokens: Callable[[str], int] | None = None, artifacts_dir: Path | None = None,
