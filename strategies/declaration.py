@@ -49,7 +49,10 @@ class Declaration:
     reads (None: its own); `plan(memory, count, opts)`: what `make plan` prices (strategies/plan_block.py);
     `check_memory(path)`: raises ValueError for an artifact it cannot start from (exit 2 before anything runs);
     `check_entry(path)`: the same for an artifact its own `memory_by_strategy` entry names (ACE: its playbook only,
-    so an experiment that gives it its own memory never hands it the guideline file the others read)."""
+    so an experiment that gives it its own memory never hands it the guideline file the others read);
+    `labelled_by_default`: whether its memory is, by default, learned from labels (ACE's offline playbook: yes, as
+    the paper's; ace_online: no). A row whose `memory_ground_truth` departs from it is named `<design> (GT)` or
+    `<design> (no GT)` in every table (analysis/runs/load.py), so the two never share a row; None: never named."""
 
     options: type = typed.NoOptions
     gather: str = ""
@@ -64,6 +67,7 @@ class Declaration:
     plan: Callable[[Optional[str], Count, Any], Estimate] = no_estimate
     check_memory: Callable[[Optional[str]], None] = any_memory
     check_entry: Callable[[Optional[str]], None] = any_memory
+    labelled_by_default: Optional[bool] = None
 
     def parse(self, strategy: str, given: Mapping[str, Any]) -> Any:
         """The typed options (ValueError for any mistake: unknown name, type, bound, rule)."""

@@ -16,7 +16,6 @@ OUTSIDE = ("memory_kit", "harness", "analysis", "bench")
 # module -> the strategy names it still compares with (the baseline `none` is analysis's reference arm)
 DEBT = {
     "analysis/runs/deliveries.py": {"core_retrieval"},
-    "analysis/runs/load.py": {"ace", "ace_online"},
     "analysis/views/controls.py": {"full"},
     "harness/memory/build.py": {"none"},  # not a strategy: consolidation mode "none" (a false alarm, kept)
     "harness/memory/ace_adapt.py": {"none"},  # not a strategy: its --dedup value "none" (a false alarm, kept)

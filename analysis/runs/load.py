@@ -35,6 +35,7 @@ import pandas as pd
 from analysis import fmt
 from analysis.runs.cells import ASSEMBLY_FIELDS, overlap_message, pool_runs, run_overlaps, unknown_artifacts
 from analysis.runs.corruption import corruption_labels
+from analysis.runs.ground_truth import ground_truth_labels
 from analysis.runs.identity import artifact_meta, checked, filled, memory_artifact, memory_labels
 from analysis.statistics.metrics import BASELINE
 from harness.row import RESULTS, read_rows  # the row of results.jsonl and its one reader (plain definitions)
@@ -190,17 +191,6 @@ def served_labels(df: pd.DataFrame) -> pd.Series:
     alias = df["model"].astype(str).str.split("/", n=1).str[-1]
     server = df["model_server"].astype(str).map(lambda name: SERVER_WORDS.get(name, name))
     return df["model"].where(~local, alias + " (" + server + ")")
-
-
-def ground_truth_labels(df: pd.DataFrame) -> pd.Series:
-    """`ace (no GT)`: a playbook learned without labels; `ace_online (GT)`: an online learner given them (the
-    records' `memory_ground_truth`), so the two ACE variants never share a row."""
-    if "memory_ground_truth" not in df:
-        return df["strategy"]
-    flag = df["memory_ground_truth"]
-    no_gt = (df["strategy"] == "ace") & (flag == False)  # noqa: E712 (None = unknown: left as is)
-    gt = (df["strategy"] == "ace_online") & (flag == True)  # noqa: E712
-    return df["strategy"].where(~no_gt, "ace (no GT)").where(~gt, "ace_online (GT)")
 
 
 def variant_labels(df: pd.DataFrame) -> pd.Series:

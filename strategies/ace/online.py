@@ -66,7 +66,7 @@ class AceOnline(AcePlaybook):
     name = "ace_online"
     # the playbook's guidelines, as plain bullets, for the plan (an upper bound)
     declaration = Declaration(options=AceOnlineOptions, online=always, trial_streams=True,
-                              ground_truth=learns_from_labels, frame=FRAME,
+                              ground_truth=learns_from_labels, labelled_by_default=False, frame=FRAME,
                               plan=lambda memory, count, opts: full_block(memory, count))
 
     def __init__(self, playbook: Playbook, *, adapter: Adapter, learned_from: dict[str, Any] | None = None,

@@ -84,7 +84,8 @@ class AcePlaybook(StrategyBase):
     """`ace`: deliver one frozen playbook, whole, at every step."""
 
     name = "ace"
-    declaration = Declaration(options=AceOptions, frame=FRAME, plan=starting_playbook, check_entry=playbook_only)
+    declaration = Declaration(options=AceOptions, frame=FRAME, plan=starting_playbook, check_entry=playbook_only,
+                              labelled_by_default=True)
 
     def __init__(self, playbook: Playbook, *, settings: AceSettings | None = None,
                  count_tokens: Callable[[str], int] | None = None, artifacts_dir: Path | None = None,
