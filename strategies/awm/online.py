@@ -21,9 +21,9 @@ from memory_kit.budget import fit_budget, token_counter
 from memory_kit.experiences import condense
 from memory_kit.judge import JUDGE_SYSTEM, JUDGE_TEMPERATURE, parse_status, user_turn
 from memory_kit.start_artifact import load_start
-from memory_kit.stream_data import guideline_data, guidelines_of, other_stream
+from memory_kit.stream_data import TrialStreams, guideline_data, guidelines_of, other_stream
 from strategies.awm.strategy import FRAME, INSTRUCTION, KIND, induction_prompt, parse_workflows, render_workflows
-from strategies.base import (Delivery, Gold, Guideline, Rerun, StepView, StrategyBase, StreamState, TaskView,
+from strategies.base import (Delivery, Gold, Guideline, Rerun, StepView, StrategyBase, TaskView,
                              Trajectory, learner_start)
 from strategies.declaration import Declaration, always
 from strategies.options import BlockOptions, option
@@ -58,7 +58,7 @@ def induced_online(memory: Optional[str], count: Count, opts: Any) -> PlanEstima
 
 
 @dataclass
-class AwmOnline(StrategyBase):
+class AwmOnline(TrialStreams, StrategyBase):
     name: str = "awm_online"
     # awm's frame; learns online; memory= is not read: no workflows unless memory_by_strategy.awm_online names them
     declaration = Declaration(options=AwmOnlineOptions, frame=FRAME, memory_entry_only=True, online=always,
@@ -115,30 +115,16 @@ class AwmOnline(StrategyBase):
     def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
         return learner_start(bool(self.start))
 
-    @property
-    def state(self) -> "StreamState":
-        return self  # its streams as data: snapshot / restore
+    def new_stream(self) -> "AwmOnline":
+        return AwmOnline(options=dict(self.options), start=self.start, llm=self.llm, count_tokens=self.count_tokens)
 
-    def snapshot(self, trial: int) -> dict[str, Any]:
-        stream = self.for_trial(trial)
-        with stream._lock:
-            return {"solved": [list(pair) for pair in stream._solved], "workflows": guideline_data(stream.workflows)}
+    def state_data(self) -> dict[str, Any]:
+        return {"solved": [list(pair) for pair in self._solved], "workflows": guideline_data(self.workflows)}
 
-    def restore(self, trial: int, state: Mapping[str, Any]) -> None:
-        stream = self.for_trial(trial)
-        with stream._lock:
-            stream._solved = [(str(task_id), str(line)) for task_id, line in state["solved"]]
-            stream.workflows = tuple(guidelines_of(state["workflows"]))
-            stream._delivery = stream._fit()
-
-    def for_trial(self, trial: int) -> "AwmOnline":
-        if trial == 0:
-            return self
-        with self._lock:  # each trial its own stream from the same start
-            if trial not in self._streams:
-                self._streams[trial] = AwmOnline(options=dict(self.options), start=self.start, llm=self.llm,
-                                                 count_tokens=self.count_tokens, stream_trial=trial)
-            return self._streams[trial]
+    def set_state_data(self, state: Mapping[str, Any]) -> None:
+        self._solved = [(str(task_id), str(line)) for task_id, line in state["solved"]]
+        self.workflows = tuple(guidelines_of(state["workflows"]))
+        self._delivery = self._fit()
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "AwmOnline":

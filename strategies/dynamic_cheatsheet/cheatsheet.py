@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from memory_kit.role_llm import RoleLLM
-from strategies.base import (Delivery, Guideline, StepView, StrategyBase, StreamState, TaskView, Trajectory,
+from memory_kit.stream_data import TrialStreams
+from strategies.base import (Delivery, Guideline, StepView, StrategyBase, TaskView, Trajectory,
                              learner_start)
 from strategies.declaration import Declaration, always
 from strategies.frame import Frame
@@ -50,7 +51,7 @@ def empty_cheatsheet(memory: Optional[str], count: Count, opts: Any) -> PlanEsti
 
 
 @dataclass
-class Cheatsheet(StrategyBase):
+class Cheatsheet(TrialStreams, StrategyBase):
     """One cheatsheet, delivered whole at every step; a variant says how it is rewritten (`learn`, `deliver`)."""
 
     name: str = "dynamic_cheatsheet"
@@ -83,7 +84,7 @@ class Cheatsheet(StrategyBase):
         return self.llm.with_kwargs(temperature=self.opts.temperature, max_tokens=self.opts.max_tokens)
 
     def new_stream(self) -> "Cheatsheet":
-        return type(self)(options=dict(self.options), llm=self.llm, start=self.start)
+        return type(self)(options=dict(self.options), llm=self.llm, start=self.start).started()
 
     def started(self) -> "Cheatsheet":
         """This stream at its start: the train artifact's state when it was given one."""
@@ -92,35 +93,12 @@ class Cheatsheet(StrategyBase):
                 self.set_state_data(self.start)
         return self
 
-    @property
-    def state(self) -> "StreamState":
-        return self  # its streams as data: snapshot / restore
-
-    def snapshot(self, trial: int) -> dict[str, Any]:
-        stream = self.for_trial(trial)
-        with stream._lock:
-            return stream.state_data()
-
-    def restore(self, trial: int, state: Mapping[str, Any]) -> None:
-        stream = self.for_trial(trial)
-        with stream._lock:
-            stream.set_state_data(state)
-
     def state_data(self) -> dict[str, Any]:
         """This stream as data (a variant adds what it keeps); called under the stream's lock."""
         return {"cheatsheet": self.cheatsheet}
 
     def set_state_data(self, state: Mapping[str, Any]) -> None:
         self.cheatsheet = str(state["cheatsheet"])
-
-    def for_trial(self, trial: int) -> "Cheatsheet":
-        if trial == 0:
-            return self
-        with self._lock:  # each trial its own stream from the same start
-            if trial not in self._streams:
-                self._streams[trial] = self.new_stream().started()
-                self._streams[trial].stream_trial = trial
-            return self._streams[trial]
 
 
 def delivered(text: str, frame: Frame = FRAME) -> Delivery:

@@ -134,4 +134,4 @@ class RetrievalSynthesisCheatsheet(Cheatsheet):
 
     def new_stream(self) -> Cheatsheet:
         return RetrievalSynthesisCheatsheet(options=dict(self.options), llm=self.llm, embedder=self.embedder,
-                                            start=self.start)
+                                            start=self.start).started()

@@ -37,7 +37,7 @@ from strategies.plan_block import NO_ARTIFACT, Count, PlanEstimate, artifact_ite
 from strategies.reasoning_bank.prompts import FAILURE_SYSTEM, MAX_ITEMS, SUCCESS_SYSTEM, parse_items
 from strategies.registry import StrategyContext
 from memory_kit.role_llm import RoleLLM
-from memory_kit.stream_data import guideline_data, guidelines_of, other_stream
+from memory_kit.stream_data import TrialStreams, guideline_data, guidelines_of, other_stream
 from memory_kit.vector_search import rank_rows, stable_similarity
 
 KIND = "reasoning_bank"
@@ -112,7 +112,7 @@ def render_bank(items: Sequence[Guideline], note: str = "", frame: Frame = FRAME
 
 
 @dataclass
-class ReasoningBank(StrategyBase):
+class ReasoningBank(TrialStreams, StrategyBase):
     name: str = "reasoning_bank"
     declaration = Declaration(options=BankOptions, online=lambda opts: opts.learn_online, trial_streams=True,
                               ground_truth=lambda opts: opts.judge == "ground_truth", frame=FRAME, plan=top_k_tasks,
@@ -186,39 +186,33 @@ class ReasoningBank(StrategyBase):
 
     @property
     def state(self) -> Optional[StreamState]:
-        return self if self.learns_online else None  # its streams as data, when it learns online
+        return super().state if self.learns_online else None  # its streams as data, when it learns online
 
-    def snapshot(self, trial: int) -> dict[str, Any]:
+    def state_data(self) -> dict[str, Any]:
         """The items a stream has learned (its starting bank is the job's artifact)."""
-        stream = self.for_trial(trial)
-        with stream._lock:
-            return {"items": guideline_data(stream._bank[len(stream.items):])}
+        return {"items": guideline_data(self._bank[len(self.items):])}
 
-    def restore(self, trial: int, state: Mapping[str, Any]) -> None:
-        stream, learned = self.for_trial(trial), guidelines_of(state["items"])
-        with stream._lock:
-            if stream._bank[len(stream.items):] == learned:
-                return
-            stream._bank, stream._groups, stream._queries = list(stream.items), {}, []
-            stream._vectors = np.zeros((0, 1), dtype=np.float32)
-            stream._add(stream._bank)
-            for _, group in itertools.groupby(learned, key=lambda g: g.id.rsplit("-", 1)[0]):  # one per episode
-                items = list(group)
-                stream._bank += items
-                stream._add(items)
+    def set_state_data(self, state: Mapping[str, Any]) -> None:
+        learned = guidelines_of(state["items"])
+        if self._bank[len(self.items):] == learned:
+            return
+        self._bank, self._groups, self._queries = list(self.items), {}, []
+        self._vectors = np.zeros((0, 1), dtype=np.float32)
+        self._add(self._bank)
+        for _, group in itertools.groupby(learned, key=lambda g: g.id.rsplit("-", 1)[0]):  # one per episode
+            items = list(group)
+            self._bank += items
+            self._add(items)
 
     def record_facts(self, trajectory: Optional[Trajectory]) -> Mapping[str, Any]:
         return learner_start(bool(self.items)) if self.learns_online else {}
 
     def for_trial(self, trial: int) -> "ReasoningBank":
-        if trial == 0 or not self.learns_online:
-            return self
-        with self._lock:
-            if trial not in self._streams:  # its own stream, from the same starting bank
-                self._streams[trial] = ReasoningBank(options=dict(self.options), items=self.items,
-                                                     embedder=self.embedder, llm=self.llm,
-                                                     count_tokens=self.count_tokens, stream_trial=trial)
-            return self._streams[trial]
+        return super().for_trial(trial) if self.learns_online else self  # no learning: one bank for every trial
+
+    def new_stream(self) -> "ReasoningBank":  # its own stream, from the same starting bank
+        return ReasoningBank(options=dict(self.options), items=self.items, embedder=self.embedder, llm=self.llm,
+                             count_tokens=self.count_tokens)
 
     @classmethod
     def create(cls, ctx: StrategyContext) -> "ReasoningBank":
