@@ -48,22 +48,13 @@ def _usage_sum(usages) -> tuple[float, float]:
     return float(tokens), (cost if priced else float("nan"))
 
 
-def _history(path: Path) -> tuple[float, float]:
-    usages = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            usages += [u for u in (row.get("usage") or {}).values() if isinstance(u, dict)]
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _history(rows: list[dict]) -> tuple[float, float]:
+    usages = [u for row in rows for u in (row.get("usage") or {}).values() if isinstance(u, dict)]
     return _usage_sum(usages) if usages else (0.0, 0.0)
-
-
-def _streams_learned(history: Path) -> bool:
-    """The run's memory history holds a learning stream's updates (rows with `stream`), not only an offline
-    playbook's trim at load."""
-    if not history.is_file():
-        return False
-    lines = history.read_text(encoding="utf-8").splitlines()
-    return any(line.strip() and "stream" in json.loads(line) for line in lines)
 
 
 def build_cost(strategy: str, memory: str | None, run_dir: str | None = None, job: str | None = None,
@@ -73,18 +64,20 @@ def build_cost(strategy: str, memory: str | None, run_dir: str | None = None, jo
         return {"build_tokens": 0.0, "build_cost_usd": 0.0, "build_source": "none: no memory"}
     # a job that learned online keeps its learning history in the run (ACE's Reflector/Curator calls), whatever
     # the strategy is called; its memory artifact, if any, is only where it started
+    # (rows with `stream`), not only an offline playbook's trim at load
     history = Path(run_dir) / "memory" / _slug(job) / "history.jsonl" if run_dir and job else None
-    if history is not None and _streams_learned(history):
+    rows = _rows(history) if history is not None and history.is_file() else []
+    if any("stream" in row for row in rows):
         if billed_per_episode:  # never counted twice
             return {"build_tokens": 0.0, "build_cost_usd": 0.0, "build_source": "learning billed per episode"}
-        tokens, cost = _history(history)
+        tokens, cost = _history(rows)
         return {"build_tokens": tokens, "build_cost_usd": cost, "build_source": str(history)}
     if not memory:
         return {"build_tokens": np.nan, "build_cost_usd": np.nan, "build_source": "no memory artifact recorded"}
     path = Path(memory)
     history = path.with_name(path.stem + ".history.jsonl")
     if history.is_file():
-        tokens, cost = _history(history)
+        tokens, cost = _history(_rows(history))
         return {"build_tokens": tokens, "build_cost_usd": cost, "build_source": str(history)}
     if artifact_meta(path).get("kind") == "experiences":  # no model call; a build.json beside it is make memory's
         return {"build_tokens": 0.0, "build_cost_usd": 0.0, "build_source": "experiences: no model call"}
