@@ -62,9 +62,9 @@ def build_cost(strategy: str, memory: str | None, run_dir: str | None = None, jo
     """{build_tokens, build_cost_usd, build_source} for one job."""
     if strategy == BASELINE:
         return {"build_tokens": 0.0, "build_cost_usd": 0.0, "build_source": "none: no memory"}
-    # a job that learned online keeps its learning history in the run (ACE's Reflector/Curator calls), whatever
-    # the strategy is called; its memory artifact, if any, is only where it started
-    # (rows with `stream`), not only an offline playbook's trim at load
+    # a job that learned online keeps its learning history in the run (ACE's Reflector/Curator calls: rows with
+    # `stream`, where an offline playbook's trim at load has none), whatever the strategy is called; its memory
+    # artifact, if any, is only where it started
     history = Path(run_dir) / "memory" / _slug(job) / "history.jsonl" if run_dir and job else None
     rows = _rows(history) if history is not None and history.is_file() else []
     if any("stream" in row for row in rows):
