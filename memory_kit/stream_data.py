@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import asdict
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional, Self
 
 from strategies.base import StreamState, trial_of
 from strategies import Guideline, Trajectory
@@ -35,7 +35,7 @@ class TrialStreams:
 
     stream_trial: int
     _lock: threading.Lock
-    _streams: dict[int, Any]
+    _streams: dict[int, Self]
 
     @property
     def state(self) -> Optional[StreamState]:
@@ -51,7 +51,7 @@ class TrialStreams:
         with stream._lock:
             stream.set_state_data(state)
 
-    def for_trial(self, trial: int) -> Any:
+    def for_trial(self, trial: int) -> Self:
         if trial == 0:
             return self
         with self._lock:  # each trial its own stream from the same start
@@ -61,7 +61,7 @@ class TrialStreams:
                 self._streams[trial] = stream
             return self._streams[trial]
 
-    def new_stream(self) -> Any:
+    def new_stream(self) -> Self:
         raise NotImplementedError
 
     def state_data(self) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Self
 
 from memory_kit.role_llm import RoleLLM
 from memory_kit.stream_data import TrialStreams
@@ -83,10 +83,10 @@ class Cheatsheet(TrialStreams, StrategyBase):
         assert self.llm is not None, "dynamic_cheatsheet learns only when built with a model (create)"
         return self.llm.with_kwargs(temperature=self.opts.temperature, max_tokens=self.opts.max_tokens)
 
-    def new_stream(self) -> "Cheatsheet":
+    def new_stream(self) -> Self:
         return type(self)(options=dict(self.options), llm=self.llm, start=self.start).started()
 
-    def started(self) -> "Cheatsheet":
+    def started(self) -> Self:
         """This stream at its start: the train artifact's state when it was given one."""
         if self.start is not None:
             with self._lock:

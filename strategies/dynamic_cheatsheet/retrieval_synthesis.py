@@ -14,7 +14,7 @@ episode the stream only keeps (task, what the agent did): no model call and no l
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Self
 
 import numpy as np
 
@@ -132,6 +132,6 @@ class RetrievalSynthesisCheatsheet(Cheatsheet):
         self._outputs = [str(x) for x in state["outputs"]]
         self._lost = {str(x) for x in state.get("lost", ())}
 
-    def new_stream(self) -> Cheatsheet:
-        return RetrievalSynthesisCheatsheet(options=dict(self.options), llm=self.llm, embedder=self.embedder,
-                                            start=self.start).started()
+    def new_stream(self) -> Self:
+        return type(self)(options=dict(self.options), llm=self.llm, embedder=self.embedder,
+                          start=self.start).started()
